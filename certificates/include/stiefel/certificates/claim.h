@@ -1,0 +1,80 @@
+// A registered claim of the paper: what is asserted, where, how it is checked, what we expect.
+// A claim is checked by one function per precision, `check(case, variant)`: variant 0 is the claim
+// itself, variant k ≥ 1 its k-th non-vacuity control (a mutant of the code or of the input that
+// must fail the same check on every case). A check passes iff ratio ≤ tolerance.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace stiefel::certificates {
+
+// The generated parameters of one case; matrices are drawn from `seed` in double and converted,
+// so both precisions see the same inputs. Fields a claim does not use stay at their defaults.
+struct Case {
+  int d = 2, r = 1, heads = 1, tokens = 4, steps = 1;
+  int profile = 0;           // gradient magnitude profile over the steps (see profile_name)
+  double log10_scale = 0;    // base magnitude of the gradients / inputs
+  double log10_c = 0;        // scale factor c of invariance claims
+  double log10_lr = 0;       // step size η
+  double log10_eps = -8;     // Adam ε (−inf encoded as eps_zero)
+  bool eps_zero = false;
+  double x = 0;              // claim-specific real parameter (ηλ, τ, δ, …)
+  double corr = 0;           // weight of a persistent direction in gradient sequences, in [0, 1]
+  std::uint64_t seed = 0;
+};
+
+const char* profile_name(int profile);
+nlohmann::json to_json(const Case& c);
+std::ostream& operator<<(std::ostream& os, const Case& c);
+
+struct CheckResult {
+  double ratio = 0;       // compared with the claim's tolerance
+  double residual = 0;    // the raw residual (or statistic)
+  double normaliser = 1;  // what the residual was divided by
+  nlohmann::json detail = nlohmann::json::object();
+};
+
+template <class Scalar>
+using CheckFn = CheckResult (*)(const Case&, int variant);
+
+using FiguresFn = nlohmann::json (*)();
+
+enum class Expected { kCertified, kRefuted };
+
+struct Control {
+  std::string id;
+  std::string description;
+  int variant = 1;
+};
+
+struct Claim {
+  std::string id;
+  std::string source;     // where the paper states it
+  std::string statement;  // what the paper asserts, in its terms
+  std::string kind;       // identity, inequality, equivariance, invariance, statistical, order
+  std::string generator;  // what the cases range over
+  std::string residual;   // how the residual and its normaliser are defined
+  std::string factor;     // the stated dimension factor and the tolerance's meaning
+  double tolerance = 30;  // pass iff ratio ≤ tolerance
+  double control_margin = 10;  // a control is killed iff ratio ≥ margin · tolerance on every case
+  Expected expected = Expected::kCertified;
+  std::string analysis;   // one line: why we expect what we expect
+  bool randomised = true; // false: one deterministic case
+  rc::Gen<Case> (*generator_fn)() = nullptr;
+  CheckFn<double> check_double = nullptr;
+  CheckResult (*check_mp50)(const Case&, int) = nullptr;
+  std::vector<Control> controls;
+  FiguresFn figures_double = nullptr;  // extra figures (e.g. Table 9), per precision
+  FiguresFn figures_mp50 = nullptr;
+};
+
+// Every registered claim, in the order of the paper.
+const std::vector<Claim>& registry();
+
+}  // namespace stiefel::certificates

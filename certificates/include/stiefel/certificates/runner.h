@@ -1,0 +1,40 @@
+// Runs the registered claims and builds the JSON certificate.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace stiefel::certificates {
+
+enum class Precision { kDouble, kMp50, kBoth };
+
+struct RunOptions {
+  std::uint64_t seed = 20260916;
+  int cases = 200;              // per randomised claim
+  std::string claims = ".*";    // ECMAScript regex on claim ids (search)
+  Precision precision = Precision::kBoth;
+  int jobs = 0;                 // 0: one per hardware thread
+  // "CLAIM_ID:CONTROL_ID": run that control in place of the claim's own check (the test that
+  // every control, swapped into the real pipeline, makes the certificate fail).
+  std::optional<std::string> swap_control;
+  std::string command_line;     // recorded in the certificate
+};
+
+struct RunResult {
+  nlohmann::json certificate;
+  int passed = 0;  // claims that met their expected outcome with every control killed
+  int failed = 0;
+};
+
+// Throws std::invalid_argument for a bad regex, a regex matching no claim, or an unknown
+// --swap-control target. `log` receives the readable table.
+RunResult run_certificate(const RunOptions& options, std::ostream& log);
+
+// Writes `content` to `path` atomically (temporary file in the same folder, then rename); creates
+// missing parent folders. Throws std::runtime_error naming the path on failure.
+void write_file_atomically(const std::string& path, const std::string& content);
+
+}  // namespace stiefel::certificates

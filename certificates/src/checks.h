@@ -1,0 +1,36 @@
+// Declarations of the check functions, one template per claim, instantiated for double
+// (checks_double.cpp) and mp50 (checks_mp50.cpp) so the slow 50-digit build stays in one unit.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stiefel/certificates/claim.h>
+
+#define STIEFEL_CHECK_LIST(X)                                                                     \
+  X(joint_gauge) X(gl_gauge) X(per_frame_gauge_nonzero) X(random_tangent_gauge_fraction)          \
+  X(orthogonal_projector) X(steepest_ascent) X(gauge_split) X(sgd_degree_one) X(adam_scale_free)  \
+  X(jensen_moment_bound) X(displacement_bound) X(first_step_equality) X(displacement_corrected)   \
+  X(corrected_bound_tight) X(gradient_proportional) X(sigma_min) X(angle_bound)                   \
+  X(equivariance_scalar) X(equivariance_per_column) X(equivariance_converse) X(decay_annihilated) \
+  X(decay_absorbed) X(decay_absorbed_corrected) X(decay_fixed_point) X(polar_nearest)             \
+  X(polar_routes) X(query_norm) X(retraction_order) X(attention_taylor) X(canonical_riesz)        \
+  X(canonical_norm_split) X(frozen_fixes_frame)
+
+namespace stiefel::certificates {
+
+#define STIEFEL_DECLARE_CHECK(name) \
+  template <class S>                \
+  CheckResult check_##name(const Case& c, int variant);
+STIEFEL_CHECK_LIST(STIEFEL_DECLARE_CHECK)
+#undef STIEFEL_DECLARE_CHECK
+
+// Table 9: the equivariance violation after T = 15 steps for each rule (H = 3, d = 24, r = 6).
+template <class S>
+nlohmann::json figures_table9();
+// Table 8: the per-frame gauge fraction of random tangent vectors at d = 128, r = 16.
+template <class S>
+nlohmann::json figures_table8();
+// §5.3: the constant C_t of the corrected displacement bound, and its limit.
+template <class S>
+nlohmann::json figures_moment_constant();
+
+}  // namespace stiefel::certificates

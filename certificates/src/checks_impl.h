@@ -1,0 +1,1004 @@
+// Definitions of the checks declared in checks.h, generic over the scalar type.
+// Each check draws its matrices from the case's seed (in double, then converted), evaluates the
+// claim (variant 0) or one of its controls (variant ≥ 1), and returns a ratio against the claim's
+// tolerance. Expected values are never built with the code under test.
+#pragma once
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/QR>
+#include <Eigen/SVD>
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <stiefel/properties/residual.h>
+#include <stiefel/stiefel.h>
+
+#include "checks.h"
+
+namespace stiefel::certificates {
+
+using properties::residual_ratio;
+using std::abs;
+using std::pow;
+using std::sqrt;
+
+namespace detail {
+
+template <class S>
+S frob(const Matrix<S>& a, const Matrix<S>& b) {
+  return (a.array() * b.array()).sum();
+}
+
+template <class S>
+CheckResult roundoff_result(const S& residual, const S& normaliser, double factor) {
+  CheckResult r;
+  r.ratio = residual_ratio<S>(residual, normaliser, factor);
+  r.residual = to_double(residual);
+  r.normaliser = to_double(normaliser);
+  return r;
+}
+
+// Keeps the worse of two results.
+inline void keep_worst(CheckResult& acc, const CheckResult& r) {
+  if (!(acc.ratio >= r.ratio)) {
+    nlohmann::json detail = acc.detail;
+    acc = r;
+    for (auto& [k, v] : detail.items())
+      if (!acc.detail.contains(k)) acc.detail[k] = v;
+  }
+}
+
+inline double pow10(double e) { return std::pow(10.0, e); }
+
+// Magnitude multiplier of step t (0-based) of T under a profile.
+inline double profile_magnitude(int profile, int t, int steps) {
+  const double frac = steps > 1 ? double(t) / double(steps - 1) : 0.0;
+  switch (profile) {
+    case 0: return 1.0;                                        // constant
+    case 1: return pow10(-6.0 * frac);                         // decaying over six decades
+    case 2: return pow10(6.0 * frac);                          // growing over six decades
+    case 3: return (t % 37 == 36) ? 1e4 : 1.0;                 // sudden spikes
+    case 4: return (t % 2 == 0) ? 1e-3 : 1e3;                  // alternating
+    case 5: return t < steps / 2 ? 1.0 : 1e-8;                 // sudden drop
+    case 6: return t < steps / 2 ? 1e-4 : 1.0;                 // sudden rise
+    default: return 1.0;
+  }
+}
+
+// The ambient gradients of step t: √corr·D_h + √(1−corr)·N_t with D_h a Gaussian direction
+// fixed for the run and N_t fresh Gaussian noise, scaled by 10^log10_scale · profile · extra.
+template <class S>
+Frames<S> sequence_gradients(Rng& rng, const Frames<S>& persistent, const Case& c, int t, double extra) {
+  const double mag = pow10(c.log10_scale) * profile_magnitude(c.profile, t, c.steps) * extra;
+  const S a(std::sqrt(c.corr) * mag), b(std::sqrt(1.0 - c.corr) * mag);
+  Frames<S> g;
+  for (int h = 0; h < c.heads; ++h)
+    g.push_back(a * persistent[h] + b * gaussian_matrix<S>(rng, c.d, c.r));
+  return g;
+}
+
+template <class S>
+S eps_of(const Case& c) {
+  return c.eps_zero ? S(0) : S(pow10(c.log10_eps));
+}
+
+// C_t of the corrected bound ‖m̂_t‖_F ≤ C_t √v̂_t (Cauchy–Schwarz with the two EMA weightings):
+//   C_t² = (1−β1)² (1−β2ᵗ) / ((1−β1ᵗ)² (1−β2)) · Σ_{k<t} (β1²/β2)ᵏ.
+template <class S>
+S moment_constant(const S& beta1, const S& beta2, long t) {
+  const S q = beta1 * beta1 / beta2;
+  const S sum = (S(1) - pow(q, S(t))) / (S(1) - q);
+  const S b1 = S(1) - pow(beta1, S(t));
+  return sqrt((S(1) - beta1) * (S(1) - beta1) * (S(1) - pow(beta2, S(t))) /
+              (b1 * b1 * (S(1) - beta2)) * sum);
+}
+
+// The largest singular value of A (d×r) from the eigenvalues of AᵀA.
+template <class S>
+S spectral_norm(const Matrix<S>& a) {
+  if (a.size() == 0) return S(0);
+  Eigen::SelfAdjointEigenSolver<Matrix<S>> eig(a.transpose() * a, Eigen::EigenvaluesOnly);
+  const S top = eig.eigenvalues().maxCoeff();
+  return top > S(0) ? S(sqrt(top)) : S(0);
+}
+
+template <class S>
+Frames<S> rotate(const Matrix<S>& qt, const Frames<S>& f) {
+  Frames<S> out;
+  for (const auto& m : f) out.push_back(qt * m);
+  return out;
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+// --- §5.1, Prop. 1 and its GL(r) extension -----------------------------------------------------
+
+template <class S>
+struct AttentionCase {
+  AttentionProblem<S> problem;
+  Frames<S> wq, wk;
+  AttentionGradient<S> grad;
+};
+
+template <class S>
+AttentionCase<S> make_attention_case(const Case& c, bool tied = false) {
+  Rng rng(c.seed);
+  AttentionCase<S> a;
+  a.problem = random_attention_problem<S>(rng, c.tokens, c.d, c.heads, 3, pow10(c.log10_scale));
+  a.wq = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  a.wk = tied ? a.wq : random_frames<S>(rng, {c.d, c.r}, c.heads);
+  a.grad = attention_loss_and_gradient(a.problem, a.wq, a.wk);
+  return a;
+}
+
+// Replaces the gradients by Gaussian tensors of the same norms (the paper's control).
+template <class S>
+void randomise_gradients(const Case& c, AttentionCase<S>& a) {
+  Rng rng(c.seed ^ 0x9e3779b97f4a7c15ULL);
+  for (int h = 0; h < c.heads; ++h) {
+    // Independent Gaussian entries at the gradient's average entry scale.
+    const S scale = (a.grad.grad_q[h].norm() + a.grad.grad_k[h].norm()) / (S(2) * sqrt(S(c.d * c.r)));
+    a.grad.grad_q[h] = gaussian_matrix<S>(rng, c.d, c.r) * scale;
+    a.grad.grad_k[h] = gaussian_matrix<S>(rng, c.d, c.r) * scale;
+  }
+}
+
+template <class S>
+CheckResult check_joint_gauge(const Case& c, int variant) {
+  auto a = make_attention_case<S>(c);
+  if (variant == 1) randomise_gradients(c, a);
+  S res2(0), norm(0), stat_den(0);
+  for (int h = 0; h < c.heads; ++h) {
+    const Matrix<S>& gq = a.grad.grad_q[h];
+    const Matrix<S>& gk = a.grad.grad_k[h];
+    const Matrix<S> j = variant == 2 ? skew(a.wq[h].transpose() * gq)  // per-frame action only
+                                     : joint_gauge_component(a.wq[h], gq, a.wk[h], gk);
+    res2 += j.squaredNorm();
+    norm += a.wq[h].norm() * gq.norm() + a.wk[h].norm() * gk.norm();
+    stat_den += (a.wq[h].transpose() * gq).norm() + (a.wk[h].transpose() * gk).norm();
+  }
+  CheckResult r = roundoff_result<S>(sqrt(res2), norm, double(c.tokens * c.d));
+  r.detail["statistic"] = to_double(S(sqrt(res2) / stat_den));
+  return r;
+}
+
+template <class S>
+CheckResult check_gl_gauge(const Case& c, int variant) {
+  auto a = make_attention_case<S>(c);
+  if (variant == 1) randomise_gradients(c, a);
+  S res2(0), norm(0);
+  for (int h = 0; h < c.heads; ++h) {
+    const Matrix<S> lhs = a.wq[h].transpose() * a.grad.grad_q[h];
+    const Matrix<S> rhs = a.grad.grad_k[h].transpose() * a.wk[h];
+    res2 += (lhs - rhs).squaredNorm();
+    norm += a.wq[h].norm() * a.grad.grad_q[h].norm() + a.wk[h].norm() * a.grad.grad_k[h].norm();
+  }
+  return roundoff_result<S>(sqrt(res2), norm, double(c.tokens * c.d));
+}
+
+// --- Table 8: per-frame gauge content -----------------------------------------------------------
+
+// ratio = u·factor / ρ with ρ the smallest per-frame gauge content ‖W skew(WᵀG)‖/‖G‖.
+template <class S>
+CheckResult check_per_frame_gauge_nonzero(const Case& c, int variant) {
+  const auto a = make_attention_case<S>(c, /*tied=*/variant == 1);
+  S rho_min(1), table8_min(1);
+  for (int h = 0; h < c.heads; ++h) {
+    std::vector<std::pair<Matrix<S>, Matrix<S>>> pairs;
+    if (variant == 1) {
+      // L depends on W only through WWᵀ: its gradient is ∂L/∂W_Q + ∂L/∂W_K at W_Q = W_K = W.
+      pairs.push_back({a.wq[h], Matrix<S>(a.grad.grad_q[h] + a.grad.grad_k[h])});
+    } else {
+      pairs.push_back({a.wq[h], a.grad.grad_q[h]});
+      pairs.push_back({a.wk[h], a.grad.grad_k[h]});
+    }
+    for (const auto& [w, g] : pairs) {
+      const S gauge = gauge_component(w, g).norm(), tangent = project_tangent(w, g).norm();
+      rho_min = std::min(rho_min, g.norm() > S(0) ? S(gauge / g.norm()) : S(0));
+      table8_min = std::min(table8_min, tangent > S(0) ? S(gauge / tangent) : S(0));
+    }
+  }
+  CheckResult r;
+  const S floor = unit_roundoff<S>() * S(double(c.tokens * c.d));
+  r.ratio = rho_min > S(0) ? to_double(S(floor / rho_min)) : INFINITY;
+  r.residual = to_double(rho_min);
+  r.normaliser = 1;
+  r.detail["min_gauge_content"] = to_double(rho_min);
+  r.detail["min_table8_fraction"] = to_double(table8_min);
+  return r;
+}
+
+// E[‖W skew(Wᵀξ)‖²/‖ξ‖²] = a/(a+b) for ξ isotropic Gaussian on T_W St, a = r(r−1)/2, b = r(d−r)
+// (the fraction is Beta(a/2, b/2)); ratio = |z| of the sample mean over N draws.
+template <class S>
+CheckResult check_random_tangent_gauge_fraction(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const double a = c.r * (c.r - 1) / 2.0, b = double(c.r) * (c.d - c.r);
+  const double p = a / (a + b);
+  const double al = a / 2, be = b / 2;
+  const double sd = std::sqrt(al * be / ((al + be) * (al + be) * (al + be + 1)));
+  const int n = std::clamp(int(std::ceil(std::pow(20.0 * sd / p, 2))), 64, 4096);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> w_perp = orthogonal_complement(w);
+  S total(0);
+  for (int i = 0; i < n; ++i) {
+    const Matrix<S> omega = random_skew<S>(rng, c.r);
+    Matrix<S> xi = w * omega + w_perp * gaussian_matrix<S>(rng, c.d - c.r, c.r);
+    if (variant == 1) xi = project_horizontal(w, xi);
+    total += gauge_component(w, xi).squaredNorm() / xi.squaredNorm();
+  }
+  const double mean = to_double(S(total / S(n)));
+  const double z = (mean - p) / (sd / std::sqrt(double(n)));
+  CheckResult r;
+  r.ratio = std::abs(z);
+  r.residual = mean - p;
+  r.normaliser = sd / std::sqrt(double(n));
+  r.detail = {{"samples", n}, {"mean_squared_fraction", mean}, {"dimension_ratio", p},
+              {"norm_fraction_sqrt_ratio", std::sqrt(p)}};
+  return r;
+}
+
+// --- Prop. 2 and eq. (12) -----------------------------------------------------------------------
+
+template <class S>
+CheckResult check_orthogonal_projector(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const S scale(pow10(c.log10_scale));
+  const Matrix<S> ga = gaussian_matrix<S>(rng, c.d, c.r) * scale;
+  const Matrix<S> gb = gaussian_matrix<S>(rng, c.d, c.r) * scale;
+  const Matrix<S> s = random_symmetric<S>(rng, c.r) * scale;
+  const Matrix<S> xi = random_tangent<S>(rng, w) * scale;
+  auto proj = [&](const Matrix<S>& g) -> Matrix<S> {
+    if (variant == 1) return g - w * sym(w.transpose() * g) / S(2);  // half-projection mutant
+    return project_tangent(w, g);
+  };
+  const double f = c.d;
+  const Matrix<S> pa = proj(ga);
+  CheckResult worst = roundoff_result<S>((proj(pa) - pa).norm(), ga.norm(), f);
+  worst.detail["part"] = "idempotent";
+  auto part = [&](CheckResult r, const char* name) {
+    r.detail["part"] = name;
+    keep_worst(worst, r);
+  };
+  part(roundoff_result<S>(abs(frob<S>(pa, gb) - frob<S>(ga, proj(gb))), ga.norm() * gb.norm(), f),
+       "self-adjoint");
+  part(roundoff_result<S>(proj(Matrix<S>(w * s)).norm(), s.norm(), f), "annihilates normal space");
+  part(roundoff_result<S>(sym(w.transpose() * pa).norm(), ga.norm(), f), "lands in tangent space");
+  part(roundoff_result<S>((proj(xi) - xi).norm(), xi.norm(), f), "fixes tangent vectors WΩ+W⊥K");
+  return worst;
+}
+
+template <class S>
+CheckResult check_steepest_ascent(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  // max over unit tangent ξ of ⟨g, ξ⟩ = ‖coordinates of g in an orthonormal basis of T_W St‖:
+  // W(E_ij − E_ji)/√2 (i < j) and W⊥ E_kl, built without the projector.
+  const Matrix<S> a = w.transpose() * g;
+  S best2 = (orthogonal_complement(w).transpose() * g).squaredNorm();
+  for (int j = 0; j < c.r; ++j)
+    for (int i = 0; i < j; ++i) best2 += (a(i, j) - a(j, i)) * (a(i, j) - a(j, i)) / S(2);
+  const S best = sqrt(best2);
+  Matrix<S> dir = variant == 1 ? g : project_tangent(w, g);  // mutant: the raw gradient
+  const S dn = dir.norm();
+  const S value = dn > S(0) ? S(frob<S>(g, dir) / dn) : S(0);
+  // ⟨g, Πg⟩/‖Πg‖ is computed with condition number ‖g‖/‖Πg‖: normalise by ‖g‖²/‖Πg‖.
+  const S tangent = project_tangent(w, g).norm();
+  const S normaliser = tangent > S(0) ? S(g.squaredNorm() / tangent) : g.norm();
+  CheckResult r = roundoff_result<S>(abs(value - best), normaliser, double(c.d * c.r));
+  Matrix<S> xi = random_tangent<S>(rng, w);
+  if (xi.norm() > S(0)) {
+    xi /= xi.norm();
+    const S excess = frob<S>(g, xi) - best;
+    keep_worst(r, roundoff_result<S>(excess > S(0) ? excess : S(0), g.norm(), double(c.d * c.r)));
+  }
+  r.detail["max_value"] = to_double(best);
+  return r;
+}
+
+template <class S>
+CheckResult check_gauge_split(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  const Matrix<S> vertical = variant == 1 ? Matrix<S>(w * sym(w.transpose() * g))  // normal part
+                                          : gauge_component(w, g);
+  const S lhs = project_tangent(w, g).squaredNorm();
+  const S rhs = project_horizontal(w, g).squaredNorm() + vertical.squaredNorm();
+  return roundoff_result<S>(abs(lhs - rhs), g.squaredNorm(), double(c.d));
+}
+
+// --- Prop. 3 ------------------------------------------------------------------------------------
+
+template <class S>
+CheckResult check_sgd_degree_one(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  const S cc(pow10(c.log10_c)), lr(pow10(c.log10_lr));
+  CheckResult worst;
+  for (TangentMap map : {TangentMap::kStiefel, TangentMap::kGrassmann}) {
+    auto displacement = [&](const Matrix<S>& grad) -> Matrix<S> {
+      if (variant == 1) {  // mutant: the Riemannian Adam's first step (ε = 0, no cap)
+        RiemannianAdamHyper<S> h = b2_hyper<S>(lr, S(0));
+        h.cap_tau.reset();
+        h.map = map;
+        return riemannian_adam_direction<S>({w}, {grad}, make_riemannian_adam_state<S>({w}, h.moment), h)
+            .eta[0];
+      }
+      RiemannianSgdHyper<S> h;
+      h.lr = lr;
+      h.map = map;
+      return riemannian_sgd_displacement<S>(w, grad, h);
+    };
+    const Matrix<S> base = displacement(g);
+    if (base.norm() == S(0)) continue;  // Π^h vanishes identically when r = d
+    const Matrix<S> scaled = displacement(Matrix<S>(cc * g));
+    keep_worst(worst, roundoff_result<S>((scaled - cc * base).norm(), cc * lr * g.norm(), double(c.d)));
+  }
+  return worst;
+}
+
+// Runs a Riemannian Adam over the case's gradient sequence (gradients × extra), calling
+// observe(t, frames, direction) after each direction and before the retraction.
+template <class S, class Observe>
+Frames<S> run_adam(const Case& c, const RiemannianAdamHyper<S>& hyper, double extra,
+                   Observe&& observe) {
+  Rng rng(c.seed);
+  Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Frames<S> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+  auto state = make_riemannian_adam_state<S>(w, hyper.moment);
+  for (int t = 0; t < c.steps; ++t) {
+    const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, extra);
+    auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+    observe(t, w, dir);
+    auto next = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
+    w = std::move(next.frames);
+    state = std::move(next.state);
+  }
+  return w;
+}
+
+template <class S>
+RiemannianAdamHyper<S> sequence_hyper(const Case& c) {
+  RiemannianAdamHyper<S> h = b2_hyper<S>(S(pow10(c.log10_lr)), eps_of<S>(c));
+  h.retraction = Retraction::kPolarGram;
+  return h;
+}
+
+template <class S>
+CheckResult check_adam_scale_free(const Case& c, int variant) {
+  RiemannianAdamHyper<S> h = sequence_hyper<S>(c);
+  h.eps = S(0);
+  if (variant == 1) {  // mutant: ε at the gradient scale, no cap
+    h.eps = S(pow10(c.log10_scale) * std::sqrt(double(c.d * c.r)));
+    h.cap_tau.reset();
+  }
+  std::vector<Frames<S>> first;
+  first.push_back(run_adam<S>(c, h, 1.0, [&](int, const Frames<S>& w, const auto&) { first.push_back(w); }));
+  S worst(0);
+  auto compare = [&](const Frames<S>& w, const Frames<S>& ref) {
+    for (int k = 0; k < c.heads; ++k) worst = std::max(worst, S((w[k] - ref[k]).norm()));
+  };
+  // first = [W_0, …, W_{T−1}, W_T] of the unscaled run.
+  const Frames<S> last = run_adam<S>(c, h, pow10(c.log10_c), [&](int t, const Frames<S>& w, const auto&) {
+    compare(w, first[t]);
+  });
+  compare(last, first.back());
+  return roundoff_result<S>(worst, sqrt(S(c.r)), double(c.d) * c.steps);
+}
+
+// --- §5.3 displacement bound, the Jensen step, and the corrected bound --------------------------
+
+template <class S>
+CheckResult check_jensen_moment_bound(const Case& c, int variant) {
+  const RiemannianAdamHyper<S> h = sequence_hyper<S>(c);
+  S worst(0);
+  int worst_t = 0;
+  run_adam<S>(c, h, 1.0, [&](int t, const Frames<S>&, const RiemannianAdamDirection<S>& dir) {
+    const long step = dir.state.step;
+    S b1 = S(1) - pow(h.beta1, S(step));
+    if (variant == 1) b1 = b1 * b1;  // mutant: bias correction applied twice
+    const S b2 = S(1) - pow(h.beta2, S(step));
+    for (int k = 0; k < c.heads; ++k) {
+      const S mhat = dir.state.m[k].norm() / b1, vhat = sqrt(dir.state.v[k](0, 0) / b2);
+      if (vhat == S(0)) continue;
+      const S excess = (mhat - vhat) / vhat;
+      if (excess > worst) {
+        worst = excess;
+        worst_t = t + 1;
+      }
+    }
+  });
+  CheckResult r = roundoff_result<S>(worst, S(1), double(c.d));
+  r.detail = {{"max_relative_excess", to_double(worst)}, {"at_step", worst_t}};
+  return r;
+}
+
+template <class S>
+CheckResult check_displacement_bound(const Case& c, int variant) {
+  RiemannianAdamHyper<S> h = sequence_hyper<S>(c);
+  const S cap = *h.cap_tau * sqrt(S(c.r));
+  if (variant == 1) {  // mutant: the uncapped step, ε = 0, rate 10 τ√r
+    h.cap_tau.reset();
+    h.eps = S(0);
+    h.lr = S(10) * cap;
+  }
+  const S bound = std::min(h.lr, cap);
+  S worst(0);
+  int worst_t = 0;
+  run_adam<S>(c, h, 1.0, [&](int t, const Frames<S>&, const RiemannianAdamDirection<S>& dir) {
+    for (int k = 0; k < c.heads; ++k) {
+      const S excess = (dir.report.step_norm[k] - bound) / bound;
+      if (excess > worst) {
+        worst = excess;
+        worst_t = t + 1;
+      }
+    }
+  });
+  CheckResult r = roundoff_result<S>(worst, S(1), double(c.d));
+  r.detail = {{"max_relative_excess", to_double(worst)}, {"at_step", worst_t},
+              {"bound_min_lr_cap", to_double(bound)}};
+  return r;
+}
+
+template <class S>
+CheckResult check_first_step_equality(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  RiemannianAdamHyper<S> h = b2_hyper<S>(S(pow10(c.log10_lr)), S(0));
+  const S target = std::min(h.lr, *h.cap_tau * sqrt(S(c.r)));
+  if (variant == 1) {  // mutant: no cap, ε at the gradient's tangent norm
+    h.cap_tau.reset();
+    h.eps = project_tangent(w, g).norm();
+  }
+  const auto dir = riemannian_adam_direction<S>({w}, {g}, make_riemannian_adam_state<S>({w}, h.moment), h);
+  return roundoff_result<S>(abs(dir.report.step_norm[0] - target), target, double(c.d));
+}
+
+template <class S>
+CheckResult check_displacement_corrected(const Case& c, int variant) {
+  RiemannianAdamHyper<S> h = sequence_hyper<S>(c);
+  const S cap = *h.cap_tau * sqrt(S(c.r));
+  if (variant == 1) {  // mutant: the uncapped step, ε = 0, rate 10 τ√r
+    h.cap_tau.reset();
+    h.eps = S(0);
+    h.lr = S(10) * cap;
+  }
+  S worst(0);
+  run_adam<S>(c, h, 1.0, [&](int, const Frames<S>&, const RiemannianAdamDirection<S>& dir) {
+    const long t = dir.state.step;
+    const S ct = moment_constant<S>(h.beta1, h.beta2, t);
+    const S b1 = S(1) - pow(h.beta1, S(t)), b2 = S(1) - pow(h.beta2, S(t));
+    const S bound = std::min(h.lr * ct, cap);
+    for (int k = 0; k < c.heads; ++k) {
+      worst = std::max(worst, S((dir.report.step_norm[k] - bound) / bound));
+      const S vhat = sqrt(dir.state.v[k](0, 0) / b2);
+      if (vhat > S(0))
+        worst = std::max(worst, S((dir.state.m[k].norm() / b1 - ct * vhat) / (ct * vhat)));
+    }
+  });
+  return roundoff_result<S>(worst, S(1), double(c.d));
+}
+
+// The extremal sequence (one fixed tangent direction, magnitudes ∝ w_s/u_s) attains C_T exactly.
+template <class S>
+CheckResult check_corrected_bound_tight(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  Matrix<S> dir = random_tangent<S>(rng, w);
+  dir /= dir.norm();
+  RiemannianAdamHyper<S> h = b2_hyper<S>(S(0), S(0));  // frozen frame: lr = 0
+  auto state = make_riemannian_adam_state<S>({w}, h.moment);
+  const long big_t = c.steps;
+  for (long s = 1; s <= big_t; ++s) {
+    // w_s/u_s ∝ (β1/β2)^(T−s), up to constants that cancel in the ratio.
+    const S mag = variant == 1 ? S(1) : S(pow(h.beta1 / h.beta2, S(big_t - s)));
+    state = riemannian_adam_direction<S>({w}, {Matrix<S>(mag * dir)}, state, h).state;
+  }
+  const S b1 = S(1) - pow(h.beta1, S(big_t)), b2 = S(1) - pow(h.beta2, S(big_t));
+  const S ratio = state.m[0].norm() / b1 / sqrt(state.v[0](0, 0) / b2);
+  const S ct = moment_constant<S>(h.beta1, h.beta2, big_t);
+  CheckResult r = roundoff_result<S>(abs(ratio - ct), ct, double(c.d) * double(big_t));
+  r.detail = {{"attained", to_double(ratio)}, {"C_T", to_double(ct)}};
+  return r;
+}
+
+// Remark 5: with every ‖ξ_s‖ ≤ δε, the step is within relative δ of −η Π(m̂)/ε.
+template <class S>
+CheckResult check_gradient_proportional(const Case& c, int variant) {
+  RiemannianAdamHyper<S> h = sequence_hyper<S>(c);
+  h.eps = S(pow10(c.log10_eps));
+  const double delta = pow10(c.x);
+  // Tangent norms ≤ ‖G‖_F ≤ δε: Gaussian d×r matrices have ‖G‖_F < 10√(dr) except with
+  // negligible probability, and the scale divides by that and by the profile's largest multiplier
+  // (the measured running maximum δ_t is what the check uses; δ_t ≤ δ is part of the check).
+  Case seq = c;
+  double peak = 0;
+  for (int t = 0; t < c.steps; ++t) peak = std::max(peak, profile_magnitude(c.profile, t, c.steps));
+  seq.log10_scale = c.log10_eps + c.x - std::log10(10.0 * std::sqrt(double(c.d * c.r)) * peak);
+  const double extra = variant == 1 ? 1e2 / delta * 10.0 * std::sqrt(double(c.d * c.r)) : 1.0;
+  S worst(0), worst_dev(0), max_ratio(0);
+  run_adam<S>(seq, h, extra, [&](int, const Frames<S>& w, const RiemannianAdamDirection<S>& dir) {
+    const long t = dir.state.step;
+    const S b1 = S(1) - pow(h.beta1, S(t));
+    for (int k = 0; k < c.heads; ++k) {
+      max_ratio = std::max(max_ratio, S(dir.report.tangent_norm[k] / h.eps));
+    }
+    const S bound = std::min(S(delta), max_ratio);
+    for (int k = 0; k < c.heads; ++k) {
+      const Matrix<S> lin = -h.lr * project_tangent(w[k], Matrix<S>(dir.state.m[k] / b1)) / h.eps;
+      if (lin.norm() == S(0)) continue;
+      const S dev = (dir.eta[k] - lin).norm() / lin.norm();
+      worst_dev = std::max(worst_dev, dev);
+      worst = std::max(worst, S(dev - bound));
+    }
+  });
+  CheckResult r = roundoff_result<S>(worst, S(1), double(c.d));
+  r.detail = {{"max_relative_deviation", to_double(worst_dev)}, {"delta", delta},
+              {"max_tangent_norm_over_eps", to_double(max_ratio)}};
+  return r;
+}
+
+// --- Prop. 6 ------------------------------------------------------------------------------------
+
+template <class S>
+CheckResult check_sigma_min(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  Matrix<S> eta = random_tangent<S>(rng, w) * S(pow10(c.log10_scale));
+  if (variant == 1) eta = -w / S(2);  // mutant: a normal step
+  Eigen::JacobiSVD<Matrix<S>> svd(Matrix<S>(w + eta));
+  const auto sv = svd.singularValues();
+  const S smin = sv(sv.size() - 1), smax = sv(0);
+  const S deficit = S(1) - smin;
+  CheckResult r = roundoff_result<S>(deficit > S(0) ? deficit : S(0), smax, double(c.d));
+  r.detail["sigma_min"] = to_double(smin);
+  return r;
+}
+
+template <class S>
+CheckResult check_angle_bound(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  const S tau(pow10(c.x));
+  RiemannianAdamHyper<S> h = b2_hyper<S>(S(pow10(c.log10_lr)), S(1e-8));
+  h.cap_tau = tau;
+  // A state from earlier steps: tangent m, scalar v, step count.
+  RiemannianAdamState<S> st = make_riemannian_adam_state<S>({w}, h.moment);
+  st.m[0] = random_tangent<S>(rng, w) * S(pow10(c.log10_scale + c.log10_c));
+  st.v[0](0, 0) = S(pow10(2 * c.log10_scale)) * S(rng.uniform());
+  st.step = c.steps;
+  Matrix<S> eta = riemannian_adam_direction<S>({w}, {g}, st, h).eta[0];
+  const S b = tau * sqrt(S(c.r));
+  if (variant == 1) {  // mutant: the uncapped horizontal step of the same gradient, ‖·‖_F = 10τr
+    eta = project_horizontal(w, g);
+    eta *= S(10) * tau * S(c.r) / eta.norm();
+  }
+  // sin θ_max = ‖(I − WWᵀ)Q‖₂ with Q an orthonormal basis of col(W + η) (Householder QR).
+  const Matrix<S> q = orthonormal_factor<S>(Matrix<S>(w + eta), c.r);
+  const S sine = spectral_norm<S>(project_horizontal(w, q));
+  const S bound = b / sqrt(S(1) + b * b);
+  const S excess = sine - bound;
+  CheckResult r = roundoff_result<S>(excess > S(0) ? excess : S(0), S(1), double(c.d * c.r));
+  using std::asin;
+  using std::atan;
+  r.detail = {{"angle_deg", to_double(S(asin(std::min(sine, S(1))) * S(180) / S(std::numbers::pi)))},
+              {"bound_deg", to_double(S(atan(b) * S(180) / S(std::numbers::pi)))},
+              {"step_norm", to_double(S(eta.norm()))}};
+  return r;
+}
+
+// --- Prop. 7 and Table 9 ------------------------------------------------------------------------
+
+enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kPerRow };
+
+// f(W) = −Σ_h tr(W_hᵀ A W_h N): ∇f = −2 A W N (A symmetric, N diagonal). N = I is the paper's
+// Table 9 problem; N = diag(1, …, r)/r (Brockett's cost) is not constant on O(d) when r = d.
+template <class S>
+Frames<S> trace_problem_gradient(const Matrix<S>& a, const Vector<S>& n, const Frames<S>& w) {
+  Frames<S> g;
+  for (const auto& f : w) g.push_back(S(-2) * a * f * n.asDiagonal());
+  return g;
+}
+
+// Runs `rule` for T steps on f and returns every iterate.
+template <class S>
+std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Vector<S>& n,
+                                         Frames<S> w, int steps, const S& lr, const S& eps) {
+  std::vector<Frames<S>> out;
+  if (rule == Rule::kAdamW) {
+    AdamWHyper<S> h;
+    h.lr = lr;
+    h.eps = eps;
+    auto st = make_adamw_state<S>(w);
+    for (int t = 0; t < steps; ++t) {
+      auto next = adamw_step<S>(w, trace_problem_gradient(a, n, w), st, h);
+      w = std::move(next.params);
+      st = std::move(next.state);
+      out.push_back(w);
+    }
+    return out;
+  }
+  RiemannianAdamHyper<S> h = b2_hyper<S>(lr, eps);
+  if (rule == Rule::kPerColumn) h.moment = SecondMoment::kPerColumn;
+  if (rule == Rule::kPerRow) h.moment = SecondMoment::kPerRow;
+  if (rule == Rule::kElementwise) h = b2m_hyper<S>(lr, eps);
+  auto st = make_riemannian_adam_state<S>(w, h.moment);
+  for (int t = 0; t < steps; ++t) {
+    auto next = riemannian_adam_step<S>(w, trace_problem_gradient(a, n, w), st, h);
+    w = std::move(next.frames);
+    st = std::move(next.state);
+    out.push_back(w);
+  }
+  return out;
+}
+
+// max over steps and heads of max|W_t^(Q) − QᵀW_t|, and the largest |entry| of the iterates.
+template <class S>
+std::pair<S, S> equivariance_violation(Rule rule, const Case& c, std::uint64_t q_seed, bool brockett = true) {
+  Rng rng(c.seed);
+  const Matrix<S> a = random_symmetric<S>(rng, c.d);
+  Vector<S> n = Vector<S>::Ones(c.r);
+  if (brockett)
+    for (int j = 0; j < c.r; ++j) n(j) = S(j + 1) / S(c.r);
+  const Frames<S> w0 = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Rng qrng(q_seed);
+  const Matrix<S> q = random_orthogonal<S>(qrng, c.d);
+  const Matrix<S> qt = q.transpose();
+  const S lr(pow10(c.log10_lr)), eps = eps_of<S>(c);
+  const auto plain = run_trace_problem<S>(rule, a, n, w0, c.steps, lr, eps);
+  const auto rotated = run_trace_problem<S>(rule, Matrix<S>(qt * a * q), n, rotate(qt, w0), c.steps, lr, eps);
+  S worst(0), size(0);
+  for (int t = 0; t < c.steps; ++t)
+    for (int h = 0; h < c.heads; ++h) {
+      worst = std::max(worst, S((rotated[t][h] - qt * plain[t][h]).cwiseAbs().maxCoeff()));
+      size = std::max(size, S(plain[t][h].cwiseAbs().maxCoeff()));
+    }
+  return {worst, size};
+}
+
+template <class S>
+CheckResult equivariance_check(Rule claimed, const Case& c, int variant) {
+  const Rule rule = variant == 1 ? Rule::kElementwise : variant == 2 ? Rule::kAdamW : claimed;
+  const auto [viol, size] = equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL);
+  CheckResult r = roundoff_result<S>(viol, std::max(size, S(1)), double(c.d) * c.steps);
+  r.detail["violation"] = to_double(viol);
+  return r;
+}
+
+template <class S>
+CheckResult check_equivariance_scalar(const Case& c, int variant) {
+  return equivariance_check<S>(Rule::kScalar, c, variant);
+}
+template <class S>
+CheckResult check_equivariance_per_column(const Case& c, int variant) {
+  return equivariance_check<S>(Rule::kPerColumn, c, variant);
+}
+
+// Converse of Prop. 7: the elementwise and per-row moments violate equivariance far above
+// roundoff: ratio = u·d·T·max(1, ‖W‖_max) / violation (variant 1: the scalar moment).
+template <class S>
+CheckResult check_equivariance_converse(const Case& c, int variant) {
+  CheckResult worst;
+  worst.ratio = -1;
+  for (Rule rule : {variant == 1 ? Rule::kScalar : Rule::kElementwise}) {
+    const auto [viol, size] = equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL);
+    CheckResult r;
+    const S floor = unit_roundoff<S>() * S(double(c.d) * c.steps) * std::max(size, S(1));
+    r.ratio = viol > S(0) ? to_double(S(floor / viol)) : INFINITY;
+    r.residual = to_double(viol);
+    r.normaliser = to_double(std::max(size, S(1)));
+    keep_worst(worst, r);
+  }
+  return worst;
+}
+
+// --- Prop. 8, decoupled decay (§5.3, §5.4) ------------------------------------------------------
+
+template <class S>
+CheckResult check_decay_annihilated(const Case& c, int variant) {
+  Rng rng(c.seed);
+  Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  if (variant == 1) w *= S(3) / S(2);  // mutant: a frame that has drifted off the manifold
+  const S lambda(pow10(c.x));
+  return roundoff_result<S>(project_tangent<S>(w, lambda * w).norm(), lambda * sqrt(S(c.r)),
+                            double(c.d));
+}
+
+template <class S>
+CheckResult decay_absorbed_check(const Case& c, int variant, bool corrected) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> xi = random_tangent<S>(rng, w) * S(pow10(c.log10_scale));
+  const S x(pow10(c.x));  // ηλ
+  const S one_minus = S(1) - x;
+  const Matrix<S> lhs = polar_svd<S>(Matrix<S>(one_minus * w + xi));
+  Matrix<S> rhs = variant == 1 ? polar_svd<S>(Matrix<S>(w + xi))  // mutant: step not rescaled
+                               : polar_svd<S>(Matrix<S>(w + xi / one_minus));
+  if (corrected && one_minus < S(0)) rhs = -rhs;
+  const double kappa = 1.0 + to_double(S(xi.norm() / abs(one_minus)));
+  CheckResult r = roundoff_result<S>((lhs - rhs).norm(), sqrt(S(c.r)), double(c.d) * kappa);
+  r.detail["eta_lambda"] = to_double(x);
+  return r;
+}
+
+template <class S>
+CheckResult check_decay_absorbed(const Case& c, int variant) {
+  return decay_absorbed_check<S>(c, variant, false);
+}
+template <class S>
+CheckResult check_decay_absorbed_corrected(const Case& c, int variant) {
+  return decay_absorbed_check<S>(c, variant, true);
+}
+
+// §5.4: iterate W ← W − η∇L(W) − ηλW on L(W) = ½‖W − B‖² to its fixed point and measure
+// ‖W*ᵀW* − I‖_max; ratio = u·d / isometry error (variant 1: the polar factor of W*).
+template <class S>
+CheckResult check_decay_fixed_point(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> b = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  const S lambda(pow10(c.x));
+  const S eta = S(1) / (S(2) * (S(1) + lambda));  // contraction factor 1/2
+  Matrix<S> w = Matrix<S>::Zero(c.d, c.r);
+  for (int k = 0; k < 400; ++k) {
+    const Matrix<S> next = w - eta * (w - b) - eta * lambda * w;
+    const bool settled = (next - w).norm() <= unit_roundoff<S>() * next.norm();
+    w = next;
+    if (settled) break;
+  }
+  if (variant == 1) w = polar_svd<S>(w);
+  const S iso = isometry_error(w);
+  CheckResult r;
+  const S floor = unit_roundoff<S>() * S(double(c.d));
+  r.ratio = iso > S(0) ? to_double(S(floor / iso)) : INFINITY;
+  r.residual = to_double(iso);
+  r.detail["fixed_point_error"] = to_double(S((w - b / (S(1) + lambda)).norm()));
+  return r;
+}
+
+// --- §2: polar retraction ----------------------------------------------------------------------
+
+template <class S>
+CheckResult check_polar_nearest(const Case& c, int variant) {
+  Rng rng(c.seed);
+  // M = U diag(σ) Vᵀ with σ_i = 10^(x_i), x_i ∈ [−6, 2]: near rank deficiency included.
+  const Matrix<S> u = random_stiefel<S>(rng, c.d, c.r), v = random_orthogonal<S>(rng, c.r);
+  Vector<S> sigma(c.r);
+  for (int i = 0; i < c.r; ++i) sigma(i) = S(pow10(-6.0 + 8.0 * rng.uniform() + c.log10_scale));
+  const Matrix<S> m = u * sigma.asDiagonal() * v.transpose();
+  Matrix<S> cand = polar_svd<S>(m);
+  if (variant == 1) cand.col(0) = -cand.col(0);  // mutant: a non-nearest point of St(d,r)
+  std::vector<Matrix<S>> neighbours;
+  for (int k = 0; k < 3; ++k) neighbours.push_back(random_stiefel<S>(rng, c.d, c.r));
+  neighbours.push_back(-cand);
+  const Matrix<S> grad = project_tangent<S>(cand, Matrix<S>(m - cand));
+  if (grad.norm() > S(0))
+    neighbours.push_back(orthonormal_factor<S>(Matrix<S>(cand + S(1e-3) * grad / grad.norm()), c.r));
+  for (double s : {1e-2, 1e-4}) {
+    const Matrix<S> z = random_tangent<S>(rng, cand);
+    if (z.norm() > S(0))
+      neighbours.push_back(orthonormal_factor<S>(Matrix<S>(cand + S(s) * z / z.norm()), c.r));
+  }
+  CheckResult worst;
+  for (const auto& y : neighbours) {
+    // ‖M − cand‖² − ‖M − Y‖² = 2⟨M, Y − cand⟩ − (‖Y‖² − ‖cand‖²): positive means Y is nearer.
+    const S gain = S(2) * frob<S>(m, Matrix<S>(y - cand)) - (y.squaredNorm() - cand.squaredNorm());
+    keep_worst(worst, roundoff_result<S>(gain > S(0) ? gain : S(0),
+                                         S(m.norm() * (y - cand).norm() + S(c.r)), double(c.d)));
+  }
+  return worst;
+}
+
+template <class S>
+CheckResult check_polar_routes(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  Matrix<S> eta = random_tangent<S>(rng, w) * S(pow10(c.log10_scale));
+  if (variant == 1)  // mutant: a step with a normal component of the step's own size
+    eta += w * random_symmetric<S>(rng, c.r) * S(1 + to_double(S(eta.norm()))) / S(2);
+  const Matrix<S> by_svd = polar_svd<S>(Matrix<S>(w + eta));
+  const double kappa = 1.0 + to_double(S(eta.norm()));
+  const double f = double(c.d) * kappa * kappa;  // the Gram route squares κ(W+η) ≤ 1 + ‖η‖
+  CheckResult r = roundoff_result<S>((by_svd - retract_polar_gram<S>(w, eta)).norm(), sqrt(S(c.r)), f);
+  if (variant == 0) {
+    keep_worst(r, roundoff_result<S>((by_svd - polar_gram<S>(Matrix<S>(w + eta))).norm(), sqrt(S(c.r)), f));
+    keep_worst(r, roundoff_result<S>(isometry_error(by_svd), S(1), double(c.d)));
+  }
+  return r;
+}
+
+template <class S>
+CheckResult check_query_norm(const Case& c, int variant) {
+  Rng rng(c.seed);
+  Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  // x = W a/‖a‖ + t W⊥ z/‖z‖, t ∈ [0, 1/2]: near col(W), where ‖Wᵀx‖ ≤ ‖x‖ is tight.
+  const Matrix<S> w_perp = orthogonal_complement(w);
+  const Matrix<S> a = gaussian_matrix<S>(rng, c.r, 1);
+  Vector<S> x = w * a / a.norm();
+  if (w_perp.cols() > 0) {
+    const Matrix<S> z = gaussian_matrix<S>(rng, c.d - c.r, 1);
+    x += S(c.x) * w_perp * z / z.norm();
+  }
+  x *= S(pow10(c.log10_scale));
+  if (variant == 1) w *= S(3) / S(2);  // mutant: a frame scaled off the manifold
+  const S excess = (w.transpose() * x).norm() - x.norm();
+  return roundoff_result<S>(excess > S(0) ? excess : S(0), x.norm(), double(c.d));
+}
+
+// --- Orders: retraction vs exponential (slope 3), attention gradient Taylor remainder (slope 2) --
+
+template <class S>
+CheckResult slope_result(const std::vector<double>& h, const std::vector<double>& e, double expect) {
+  CheckResult r;
+  const double slope = properties::log_log_slope(h, e);
+  r.ratio = std::isfinite(slope) ? std::abs(slope - expect) : INFINITY;
+  r.residual = slope;
+  r.normaliser = 1;
+  r.detail = {{"slope", slope}, {"expected_slope", expect}};
+  return r;
+}
+
+template <class S>
+CheckResult check_retraction_order(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  Matrix<S> xi = random_tangent<S>(rng, w);
+  xi /= xi.norm();
+  std::vector<double> ts, es;
+  for (double t = 1e-2; t > 1e-2 / 65; t /= 2) {
+    const Matrix<S> step = S(t) * xi;
+    const Matrix<S> moved = variant == 1 ? Matrix<S>(w + step) : polar_svd<S>(Matrix<S>(w + step));
+    ts.push_back(t);
+    es.push_back(to_double(S((moved - stiefel_exponential<S>(w, step)).norm())));
+  }
+  return slope_result<S>(ts, es, 3.0);
+}
+
+template <class S>
+CheckResult check_attention_taylor(const Case& c, int variant) {
+  auto a = make_attention_case<S>(c);
+  Rng rng(c.seed ^ 0x2545f4914f6cdd1dULL);
+  Frames<S> dq, dk;
+  for (int h = 0; h < c.heads; ++h) {
+    dq.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+    dk.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+  }
+  S directional(0);
+  for (int h = 0; h < c.heads; ++h) {
+    const S factor = variant == 1 ? S(2) : S(1);  // mutant: a factor-two error in ∂L/∂W_Q
+    directional += factor * frob<S>(a.grad.grad_q[h], dq[h]) + frob<S>(a.grad.grad_k[h], dk[h]);
+  }
+  std::vector<double> hs, es;
+  for (double step = 1e-3; step > 1e-3 / 65; step /= 2) {
+    Frames<S> q2 = a.wq, k2 = a.wk;
+    for (int h = 0; h < c.heads; ++h) {
+      q2[h] += S(step) * dq[h];
+      k2[h] += S(step) * dk[h];
+    }
+    const S loss = attention_loss_and_gradient(a.problem, q2, k2).loss;
+    hs.push_back(step);
+    es.push_back(to_double(S(abs(loss - a.grad.loss - S(step) * directional))));
+  }
+  return slope_result<S>(hs, es, 2.0);
+}
+
+// --- §5.3 canonical metric ----------------------------------------------------------------------
+
+template <class S>
+CheckResult check_canonical_riesz(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  const Matrix<S> grad = variant == 1 ? project_tangent(w, g) : canonical_gradient(w, g);
+  CheckResult worst;
+  for (int k = 0; k < 2; ++k) {
+    const Matrix<S> xi = random_tangent<S>(rng, w);
+    keep_worst(worst, roundoff_result<S>(abs(canonical_inner<S>(w, grad, xi) - frob<S>(g, xi)),
+                                         g.norm() * xi.norm(), double(c.d)));
+  }
+  return worst;
+}
+
+template <class S>
+CheckResult check_canonical_norm_split(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> xi = random_tangent<S>(rng, w) * S(pow10(c.log10_scale));
+  const S lhs = variant == 1 ? xi.squaredNorm() : canonical_norm_squared<S>(w, xi);
+  const S rhs = project_horizontal(w, xi).squaredNorm() + (w.transpose() * xi).squaredNorm() / S(2);
+  return roundoff_result<S>(abs(lhs - rhs), xi.squaredNorm(), double(c.d));
+}
+
+template <class S>
+CheckResult check_frozen_fixes_frame(const Case& c, int variant) {
+  Rng rng(c.seed);
+  Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  if (variant == 1) w = w * (Matrix<S>::Identity(c.r, c.r) + random_symmetric<S>(rng, c.r) / S(10));
+  const Matrix<S> frozen = riemannian_sgd_step<S>({w}, {gaussian_matrix<S>(rng, c.d, c.r)}, frozen_hyper<S>())[0];
+  CheckResult r = roundoff_result<S>((frozen - w).norm(), sqrt(S(c.r)), double(c.d));
+  keep_worst(r, roundoff_result<S>((polar_svd<S>(w) - w).norm(), sqrt(S(c.r)), double(c.d)));
+  return r;
+}
+
+// --- Figures ------------------------------------------------------------------------------------
+
+template <class S>
+nlohmann::json figures_table9() {
+  Case c;
+  c.heads = 3;
+  c.d = 24;
+  c.r = 6;
+  c.steps = 15;
+  c.seed = 9;
+  c.log10_eps = -8;
+  const std::vector<std::tuple<const char*, Rule, double>> rules = {
+      {"scalar (B2)", Rule::kScalar, 0.05}, {"per-column", Rule::kPerColumn, 0.05},
+      {"elementwise (B2m)", Rule::kElementwise, 0.03}, {"AdamW (decay 0.05)", Rule::kAdamW, 0.01},
+      {"per-row (converse)", Rule::kPerRow, 0.05}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [name, rule, lr] : rules) {
+    c.log10_lr = std::log10(lr);
+    S worst(0), size(0);
+    for (std::uint64_t k = 0; k < 5; ++k) {
+      const auto [v, s] = equivariance_violation<S>(rule, c, 1000 + k, /*brockett=*/false);
+      worst = std::max(worst, v);
+      size = std::max(size, s);
+    }
+    rows.push_back({{"rule", name}, {"lr", lr}, {"violation_max_abs", to_double(worst)},
+                    {"max_abs_entry_of_W", to_double(size)}});
+  }
+  return {{"table", "Table 9"},
+          {"setting", "f(W) = -tr(W^T A W), A symmetric Gaussian, H = 3, d = 24, r = 6, T = 15, "
+                      "eps = 1e-8, worst of 5 Haar rotations Q; max|W_T^(Q) - Q^T W_T| over all "
+                      "steps and heads"},
+          {"rows", rows}};
+}
+
+template <class S>
+nlohmann::json figures_table8() {
+  Rng rng(8);
+  const int d = 128, r = 16, n = 400;
+  const Matrix<S> w = random_stiefel<S>(rng, d, r);
+  const Matrix<S> w_perp = orthogonal_complement(w);
+  S sq(0), nf(0);
+  for (int i = 0; i < n; ++i) {
+    const Matrix<S> xi = w * random_skew<S>(rng, r) + w_perp * gaussian_matrix<S>(rng, d - r, r);
+    const S f = gauge_component(w, xi).squaredNorm() / xi.squaredNorm();
+    sq += f;
+    nf += sqrt(f);
+  }
+  const double a = r * (r - 1) / 2.0, b = double(r) * (d - r);
+  return {{"table", "Table 8"}, {"d", d}, {"r", r}, {"samples", n},
+          {"mean_norm_fraction", to_double(S(nf / S(n)))},
+          {"mean_squared_fraction", to_double(S(sq / S(n)))},
+          {"sqrt_dimension_ratio", std::sqrt(a / (a + b))}};
+}
+
+template <class S>
+nlohmann::json figures_moment_constant() {
+  nlohmann::json rows = nlohmann::json::array();
+  const RiemannianAdamHyper<S> h;
+  for (long t : {1L, 2L, 3L, 5L, 10L, 100L, 1000L, 10000L, 100000L})
+    rows.push_back({{"t", t}, {"C_t", to_double(moment_constant<S>(h.beta1, h.beta2, t))}});
+  const S q = h.beta1 * h.beta1 / h.beta2;
+  const S limit = sqrt((S(1) - h.beta1) * (S(1) - h.beta1) / ((S(1) - h.beta2) * (S(1) - q)));
+  return {{"beta1", 0.9}, {"beta2", 0.999}, {"C_t", rows}, {"limit", to_double(limit)}};
+}
+
+}  // namespace stiefel::certificates
+
+#define STIEFEL_INSTANTIATE_CHECKS(S)                                                  \
+  namespace stiefel::certificates {                                                    \
+  STIEFEL_CHECK_LIST(STIEFEL_INSTANTIATE_ONE_##S)                                      \
+  template nlohmann::json figures_table9<S>();                                         \
+  template nlohmann::json figures_table8<S>();                                         \
+  template nlohmann::json figures_moment_constant<S>();                                \
+  }

@@ -1,0 +1,623 @@
+// The registry: every claim of the paper that the suite checks, with its source, its generator,
+// its residual, its tolerance, its controls, and the outcome we expect after investigating it.
+#include <stiefel/multiprecision.h>
+
+#include "checks.h"
+#include "generators.h"
+
+namespace stiefel::certificates {
+namespace {
+
+namespace gen = generators;
+using mp50 = stiefel::mp50;
+
+#define STIEFEL_CHECKS(c, name)              \
+  (c).check_double = &check_##name<double>; \
+  (c).check_mp50 = &check_##name<mp50>
+
+const char* const kRoundoff =
+    "ratio = residual / (normaliser * u * factor), u the unit roundoff of the working type; "
+    "pass at ratio <= 30 (LAPACK's test threshold)";
+
+Claim base(std::string id, std::string source, std::string kind, std::string statement) {
+  Claim c;
+  c.id = std::move(id);
+  c.source = std::move(source);
+  c.kind = std::move(kind);
+  c.statement = std::move(statement);
+  c.factor = kRoundoff;
+  return c;
+}
+
+std::vector<Claim> build() {
+  std::vector<Claim> v;
+
+  {  // 1
+    Claim c = base("prop1-joint-gauge", "Prop. 1, §5.1", "identity",
+                   "For a multi-head attention loss that depends on (W_Q,h, W_K,h) only through "
+                   "W_Q,h W_K,h^T, the joint O(r) gauge component skew(W_Q^T G_Q + W_K^T G_K) of "
+                   "the gradient is zero.");
+    c.generator = "attention problems: n in [2,7] tokens, d in [2,12], r in [2,d], H in [1,3], token "
+                  "scale 10^[-1,0.5]; r >= 2 because O(1) is discrete and the statement is empty "
+                  "at r = 1";
+    c.residual = "sqrt(sum_h ||skew(W_Q,h^T G_Q,h + W_K,h^T G_K,h)||_F^2), normalised by "
+                 "sum_h (||W_Q,h|| ||G_Q,h|| + ||W_K,h|| ||G_K,h||); factor n*d";
+    c.analysis = "Differentiate L(W_Q exp(t Omega), W_K exp(t Omega)) = L at t = 0; exact.";
+    c.generator_fn = [] { return gen::attention(2); };
+    STIEFEL_CHECKS(c, joint_gauge);
+    c.controls = {{"random-tensor-pair", "Gaussian tensors of the same norms in place of the "
+                                         "gradient (the paper's control, statistic ~0.35)", 1},
+                  {"per-frame-action", "the per-frame statistic skew(W_Q^T G_Q) alone in place of "
+                                       "the joint one", 2}};
+    v.push_back(c);
+  }
+  {  // 1b
+    Claim c = base("prop1-gl-gauge", "Prop. 1, §5.1 (extension)", "identity",
+                   "The loss is invariant under the larger group (W_Q A, W_K A^-T), A in GL(r), "
+                   "so W_Q^T G_Q = G_K^T W_K for every head; Prop. 1 is its skew part.");
+    c.generator = "attention problems as for prop1-joint-gauge, r in [1,d]";
+    c.residual = "sqrt(sum_h ||W_Q,h^T G_Q,h - G_K,h^T W_K,h||_F^2), normalised as for "
+                 "prop1-joint-gauge; factor n*d";
+    c.analysis = "Differentiate L(W_Q(I + tA), W_K(I - tA^T)) at t = 0 for every A; exact.";
+    c.generator_fn = [] { return gen::attention(1); };
+    STIEFEL_CHECKS(c, gl_gauge);
+    c.controls = {{"random-tensor-pair", "Gaussian tensors of the same norms in place of the gradient", 1}};
+    v.push_back(c);
+  }
+  {  // 2
+    Claim c = base("table8-per-frame-gauge-nonzero", "Table 8, §5.1", "inequality",
+                   "The per-frame component W skew(W^T G) of the attention gradient is not zero: "
+                   "removing it (a Grassmann projector) deletes descent signal.");
+    c.generator = "attention problems as for prop1-joint-gauge (r >= 2: at r = 1 the per-frame "
+                  "gauge space is {0})";
+    c.residual = "rho = min over heads and frames of ||W skew(W^T G)||_F / ||G||_F (the Table 8 "
+                 "fraction ||W skew(W^T G)|| / ||Pi_W G|| is recorded beside it)";
+    c.factor = "ratio = u * n * d / rho; pass at ratio <= 1e-3 (rho at least 1000 times the "
+               "roundoff floor)";
+    c.tolerance = 1e-3;
+    c.analysis = "W_Q^T G_Q is not symmetric for a generic attention loss; only the joint "
+                 "combination is constrained by Prop. 1.";
+    c.generator_fn = [] { return gen::attention(2); };
+    STIEFEL_CHECKS(c, per_frame_gauge_nonzero);
+    c.controls = {{"tied-loss", "a loss that depends on W only through W W^T (W_Q = W_K = W), "
+                                "whose per-frame component vanishes", 1}};
+    v.push_back(c);
+  }
+  {  // 2b
+    Claim c = base("table8-random-tangent-fraction", "Table 8, §5.1", "statistical",
+                   "For an isotropic random tangent vector the per-frame gauge component carries "
+                   "a squared-norm fraction (r(r-1)/2) / (dr - r(r+1)/2) on average (its square "
+                   "root is ~0.25 at d = 128, r = 16).");
+    c.generator = "d in [3,10], r in [2,d-1] (r = d makes the fraction 1 identically), N draws of "
+                  "xi = W Omega + W_perp K with N chosen so that the control's z is at least 20";
+    c.residual = "z = (mean fraction - a/(a+b)) / (sd/sqrt(N)), a = r(r-1)/2, b = r(d-r); the "
+                 "fraction is exactly Beta(a/2, b/2)";
+    c.factor = "ratio = |z|; pass at |z| <= 5; a control is killed at |z| >= 10";
+    c.tolerance = 5;
+    c.control_margin = 2;
+    c.analysis = "||Pi_G xi||^2 and ||Pi_H xi||^2 are independent chi-squares with a and b degrees "
+                 "of freedom; the mean of the fraction is a/(a+b) exactly.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        k.d = *rc::gen::inRange(3, 11);
+        k.r = *rc::gen::inRange(2, k.d);
+        k.seed = *rc::gen::arbitrary<std::uint64_t>();
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, random_tangent_gauge_fraction);
+    c.controls = {{"horizontal-vectors", "Grassmann-horizontal vectors in place of tangent ones", 1}};
+    c.figures_double = &figures_table8<double>;
+    v.push_back(c);
+  }
+  {  // 3
+    Claim c = base("prop2-orthogonal-projector", "Prop. 2, §5.3; eq. (3)", "identity",
+                   "Pi_W(G) = G - W sym(W^T G) is the orthogonal projector onto T_W St(d,r): "
+                   "idempotent, self-adjoint, zero on the normal space {WS}, with range in "
+                   "the tangent space and fixing every tangent vector W Omega + W_perp K.");
+    c.generator = "d in [1,24], r in [1,d] (r = 1 and r = d included), inputs scaled by 10^[-12,12]";
+    c.residual = "the worst of ||Pi(Pi A) - Pi A|| / ||A||, |<Pi A,B> - <A,Pi B>| / (||A|| ||B||), "
+                 "||Pi(WS)|| / ||S||, ||sym(W^T Pi A)|| / ||A||, ||Pi xi - xi|| / ||xi||; factor d";
+    c.analysis = "Standard (Absil et al. 2008, (3.35)); exact in exact arithmetic.";
+    c.generator_fn = [] { return gen::frame({}); };
+    STIEFEL_CHECKS(c, orthogonal_projector);
+    c.controls = {{"half-projection", "G - W sym(W^T G)/2 in place of Pi_W", 1}};
+    v.push_back(c);
+  }
+  {  // 3b
+    Claim c = base("prop2-steepest-ascent", "Prop. 2, §5.3", "identity",
+                   "Pi_W g / ||Pi_W g|| maximises <g, xi> over unit tangent xi, with value "
+                   "||Pi_W g||.");
+    c.generator = "d in [1,24], r in [1,d], g scaled by 10^[-12,12], one random unit tangent vector";
+    c.residual = "|<g, Pi g>/||Pi g|| - M| / ||g|| and max(0, <g, xi> - M) / ||g||, where M is the "
+                 "norm of g's coordinates in an orthonormal basis of T_W St built without Pi; "
+                 "factor d*r";
+    c.analysis = "Cauchy-Schwarz in T_W St; exact.";
+    c.generator_fn = [] { return gen::frame({}); };
+    STIEFEL_CHECKS(c, steepest_ascent);
+    c.controls = {{"raw-gradient", "the unprojected direction g/||g|| in place of the maximiser", 1}};
+    v.push_back(c);
+  }
+  {  // 3c
+    Claim c = base("eq12-horizontal-gauge-split", "eq. (12), §5.3", "identity",
+                   "||Pi_W g||^2 = ||Pi^h_W g||^2 + ||W skew(W^T g)||^2: T_W St = H_W (+) G_W "
+                   "orthogonally.");
+    c.generator = "d in [1,24], r in [1,d], g scaled by 10^[-12,12]";
+    c.residual = "| ||Pi g||^2 - ||Pi^h g||^2 - ||W skew(W^T g)||^2 | / ||g||^2; factor d";
+    c.analysis = "Pi g = (I - WW^T) g + W skew(W^T g), and the two parts are orthogonal; exact.";
+    c.generator_fn = [] { return gen::frame({}); };
+    STIEFEL_CHECKS(c, gauge_split);
+    c.controls = {{"normal-part", "the normal part W sym(W^T g) in place of the gauge part", 1}};
+    v.push_back(c);
+  }
+  {  // 4
+    Claim c = base("prop3i-sgd-degree-one", "Prop. 3(i), §5.3", "invariance",
+                   "The fixed-step Riemannian SGD displacement is degree one in the gradient: "
+                   "xi_sgd(c g) = c xi_sgd(g), so ||xi_sgd|| = eta ||Pi_W g||.");
+    c.generator = "d in [2,24] ((d,r) != (1,1), whose tangent space is {0}), r in [1,d], "
+                  "c = 10^(+-[1,20]), eta = 10^[-3,1], g scaled by 10^[-12,12]; both the Stiefel "
+                  "and the Grassmann projector (PA16)";
+    c.residual = "||xi(c g) - c xi(g)|| / (c eta ||g||); factor d";
+    c.analysis = "Linearity of the projector; exact up to rounding.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {.not_one_by_one = true});
+        k.log10_c = (*rc::gen::arbitrary<bool>() ? 1 : -1) * gen::real(1, 20, 190);
+        k.log10_lr = gen::real(-3, 1, 40);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, sgd_degree_one);
+    c.controls = {{"adam-first-step", "the Riemannian Adam's first step (degree zero) in place of "
+                                      "the SGD displacement", 1}};
+    v.push_back(c);
+  }
+  {  // 5
+    Claim c = base("prop3ii-adam-scale-free", "Prop. 3(ii), §5.3", "invariance",
+                   "With one scalar second moment per frame and eps = 0, scaling every gradient "
+                   "by c > 0 leaves every iterate of the Riemannian Adam unchanged.");
+    c.generator = "gradient sequences: d in [2,8], r in [1,d], H in [1,2], T = 1..3162 steps, "
+                  "profiles constant/decaying/growing/spikes/alternating/drop/rise, a persistent "
+                  "direction of weight corr in [0,1] plus fresh noise, base scale "
+                  "10^[-30,30], c = 10^(+-[1,20]), eta_R = 10^[-3,1] (cap active and inactive), "
+                  "tau = 0.1, polar retraction (Gram route)";
+    c.residual = "max over steps and heads of ||W_t(c g) - W_t(g)||_F, normalised by sqrt(r); "
+                 "factor d*T";
+    c.analysis = "m is degree 1, v degree 2, the quotient, cap and retraction degree 0 (induction).";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_sequence(k, 8);
+        k.log10_c = (*rc::gen::arbitrary<bool>() ? 1 : -1) * gen::real(1, 20, 190);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, adam_scale_free);
+    c.controls = {{"eps-at-gradient-scale", "eps set at the gradient scale and no cap", 1}};
+    v.push_back(c);
+  }
+  {  // 6a
+    Claim c = base("s53-jensen-moment-bound", "§5.3 after Prop. 3", "inequality",
+                   "||m_hat_t||_F <= sqrt(v_hat_t) for every t \"by Jensen's inequality\".");
+    c.generator = "gradient sequences as for prop3ii-adam-scale-free, eps = 0 or 10^[-12,-2]";
+    c.residual = "max over steps and heads of (||m_hat_t|| - sqrt(v_hat_t)) / sqrt(v_hat_t), "
+                 "positive part; factor d";
+    c.expected = Expected::kRefuted;
+    c.analysis = "m_hat and v_hat average with different weights (beta1 = 0.9 vs beta2 = 0.999), "
+                 "so Jensen does not apply: a rise of the gradient after small ones gives "
+                 "||m_hat|| > sqrt(v_hat) (sup ratio C_t -> 7.27; C_2 = 1.0013 already).";
+    c.generator_fn = [] { return gen::sequence(8); };
+    STIEFEL_CHECKS(c, jensen_moment_bound);
+    c.controls = {{"double-bias-correction", "m_hat bias-corrected twice", 1}};
+    v.push_back(c);
+  }
+  {  // 6b
+    Claim c = base("s53-displacement-bound", "§5.3 after Prop. 3", "inequality",
+                   "The per-step relative displacement of a frame is at most min(eta, tau sqrt(r)) "
+                   "/ sqrt(r), independent of ||g_t||: ||eta_t||_F <= min(eta_R, tau sqrt(r)).");
+    c.generator = "gradient sequences as for prop3ii-adam-scale-free, eps = 0 or 10^[-12,-2]";
+    c.residual = "max over steps and heads of (||eta_t||_F - min(eta_R, tau sqrt r)) / "
+                 "min(eta_R, tau sqrt r), positive part; factor d";
+    c.expected = Expected::kRefuted;
+    c.analysis = "It rests on the false Jensen step: when eta_R < tau sqrt(r) (warm-up, cosine tail, "
+                 "or any small rate) the step reaches eta_R C_t > eta_R.";
+    c.generator_fn = [] { return gen::sequence(8); };
+    STIEFEL_CHECKS(c, displacement_bound);
+    c.controls = {{"uncapped-step", "the uncapped step, eps = 0, rate 10 tau sqrt(r)", 1}};
+    v.push_back(c);
+  }
+  {  // 6c
+    Claim c = base("s53-first-step-equality", "§5.3 after Prop. 3", "identity",
+                   "With eps = 0 the first step has ||eta_1||_F = min(eta_R, tau sqrt(r)) exactly.");
+    c.generator = "d in [1,24], r in [1,d], gradient scale 10^[-12,12], eta_R = 10^[-3,1]";
+    c.residual = "| ||eta_1|| - min(eta_R, tau sqrt r) | / min(eta_R, tau sqrt r); factor d";
+    c.analysis = "m_hat_1 = xi_1 and v_hat_1 = ||xi_1||^2, so the quotient is a unit tangent vector.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {.not_one_by_one = true});
+        k.log10_lr = gen::real(-3, 1, 40);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, first_step_equality);
+    c.controls = {{"uncapped-eps-at-gradient", "no cap and eps equal to ||xi_1||", 1}};
+    v.push_back(c);
+  }
+  {  // 6d
+    Claim c = base("s53-displacement-bound-corrected", "§5.3 after Prop. 3 (corrected)", "inequality",
+                   "Corrected statement: ||m_hat_t||_F <= C_t sqrt(v_hat_t) and ||eta_t||_F <= "
+                   "min(eta_R C_t, tau sqrt(r)), with C_t^2 = (1-b1)^2 (1-b2^t) / ((1-b1^t)^2 "
+                   "(1-b2)) * sum_{k<t} (b1^2/b2)^k (C_1 = 1, C_t -> 7.27 for b1 = 0.9, b2 = 0.999).");
+    c.generator = "gradient sequences as for prop3ii-adam-scale-free, eps = 0 or 10^[-12,-2]";
+    c.residual = "max over steps and heads of the relative excess of ||eta_t|| over its bound and "
+                 "of ||m_hat_t|| over C_t sqrt(v_hat_t), positive part; factor d";
+    c.analysis = "||m_t|| <= sum_s (1-b1) b1^(t-s) ||xi_s|| (re-projection does not expand), then "
+                 "Cauchy-Schwarz against the b2 weights.";
+    c.generator_fn = [] { return gen::sequence(8); };
+    STIEFEL_CHECKS(c, displacement_corrected);
+    c.controls = {{"uncapped-step", "the uncapped step, eps = 0, rate 10 tau sqrt(r)", 1}};
+    c.figures_double = &figures_moment_constant<double>;
+    c.figures_mp50 = &figures_moment_constant<mp50>;
+    v.push_back(c);
+  }
+  {  // 6e
+    Claim c = base("s53-corrected-bound-tight", "§5.3 (corrected bound is attained)", "identity",
+                   "The constant C_t is the tightest possible: one tangent direction with "
+                   "magnitudes proportional to (b1/b2)^(T-s) gives ||m_hat_T|| = C_T sqrt(v_hat_T).");
+    c.generator = "d in [2,24] ((d,r) != (1,1)), r in [1,d], T = 10^[0.3,3.5] steps (T >= 2: C_1 = 1 "
+                  "is attained by every sequence), frame held fixed (eta_R = 0)";
+    c.residual = "| ||m_hat_T|| / sqrt(v_hat_T) - C_T | / C_T; factor d*T";
+    c.analysis = "Equality in Cauchy-Schwarz.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {.not_one_by_one = true});
+        k.steps = int(std::lround(std::pow(10.0, gen::real(0.31, 3.5, 32))));
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, corrected_bound_tight);
+    c.controls = {{"constant-magnitudes", "constant gradient magnitudes in place of the extremal ones", 1}};
+    v.push_back(c);
+  }
+  {  // 7
+    Claim c = base("remark5-gradient-proportional", "Remark 5, §5.3", "inequality",
+                   "When ||xi_t||_F << eps the step becomes proportional to the gradient: "
+                   "eta_t -> -eta_R Pi(m_hat_t) / eps.");
+    c.generator = "gradient sequences (d in [2,8], T up to 3162, all profiles) with every "
+                  "||G_t||_F <= delta eps, delta = 10^[-12,-2], eps = 10^[-8,0], eta_R = 10^[-3,0]";
+    c.residual = "max over steps and heads of ||eta_t - eta_lin|| / ||eta_lin|| - min(delta, "
+                 "delta_t), positive part, eta_lin = -eta_R Pi(m_hat_t)/eps, delta_t = max_{s<=t} "
+                 "||xi_s||/eps (measured); factor d";
+    c.analysis = "1/(sqrt(v_hat) + eps) = (1/eps)(1 - x/(1+x)), x = sqrt(v_hat)/eps <= delta.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_sequence(k, 8);
+        k.eps_zero = false;
+        k.log10_eps = gen::real(-8, 0, 80);
+        k.x = gen::real(-12, -2, 100);
+        k.log10_lr = gen::real(-3, 0, 30);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, gradient_proportional);
+    c.controls = {{"gradients-above-eps", "the same sequences scaled to ||xi|| ~ 100 eps", 1}};
+    v.push_back(c);
+  }
+  {  // 8
+    Claim c = base("prop6i-sigma-min", "Prop. 6(i), §5.3", "inequality",
+                   "sigma_min(W + eta) >= 1 for every tangent step eta, capped or not.");
+    c.generator = "d in [1,24], r in [1,d], tangent steps W Omega + W_perp K scaled by 10^[-8,8]";
+    c.residual = "max(0, 1 - sigma_min(W + eta)) by Jacobi SVD, normalised by sigma_max; factor d";
+    c.analysis = "(W+eta)^T(W+eta) = I + eta^T eta for tangent eta.";
+    c.generator_fn = [] { return gen::frame({.scale_lo = -8, .scale_hi = 8}); };
+    STIEFEL_CHECKS(c, sigma_min);
+    c.controls = {{"normal-step", "the normal step -W/2 in place of a tangent step", 1}};
+    v.push_back(c);
+  }
+  {  // 9
+    Claim c = base("prop6ii-angle-bound", "Prop. 6(ii), §5.3", "inequality",
+                   "If ||eta||_F <= tau sqrt(r), the largest principal angle between col(W) and "
+                   "col(W + eta) is at most arctan(tau sqrt(r)).");
+    c.generator = "d in [2,24], r in [1,d-1] (at r = d both spans are R^d), the capped Riemannian "
+                  "Adam step from a random state (m scale 10^[-2,2] relative, step count 1..1000), "
+                  "tau = 10^[-2,0.5], eta_R = 10^[-3,1], gradient scale 10^[-10,10]";
+    c.residual = "max(0, sin(theta_max) - b/sqrt(1+b^2)), b = tau sqrt(r), sin(theta_max) = "
+                 "||(I - WW^T) Q||_2 with Q an orthonormal basis of col(W + eta) by Householder QR; "
+                 "factor d*r";
+    c.analysis = "tan of the principal angles = singular values of K(I+Omega)^-1, <= ||eta||_F.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {.min_d = 2, .r_below_d = true, .scale_lo = -10, .scale_hi = 10});
+        k.x = gen::real(-2, 0.5, 25);
+        k.log10_lr = gen::real(-3, 1, 40);
+        k.log10_c = gen::real(-2, 2, 40);
+        k.steps = *rc::gen::inRange(1, 1001);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, angle_bound);
+    c.controls = {{"uncapped-step", "the uncapped horizontal step of the same gradient with "
+                                    "||eta||_F = 10 tau r", 1}};
+    v.push_back(c);
+  }
+  auto equivariance_gen = [] {
+    return rc::gen::exec([] {
+      Case k;
+      k.d = *rc::gen::inRange(2, 25);
+      k.r = *rc::gen::inRange(1, k.d + 1);
+      k.heads = *rc::gen::inRange(1, 4);
+      k.steps = *rc::gen::inRange(1, 61);
+      k.log10_lr = gen::real(-3, 0, 30);
+      k.eps_zero = *rc::gen::arbitrary<bool>();
+      k.log10_eps = gen::real(-12, -4, 8);
+      k.seed = *rc::gen::arbitrary<std::uint64_t>();
+      return k;
+    });
+  };
+  const char* const equivariance_generator =
+      "f(W) = -sum_h tr(W_h^T A W_h N), A symmetric Gaussian, N = diag(1..r)/r (Brockett's cost: "
+      "unlike N = I it is not constant on O(d) when r = d); d in [2,24] (O(1) = {+-1} commutes with "
+      "every entrywise rule), r in [1,d], H in [1,3], T in [1,60] steps, eta = 10^[-3,0], eps = 0 "
+      "or 10^[-12,-4], Q Haar on O(d)";
+  const char* const equivariance_residual =
+      "max over steps and heads of max|W_t^(Q) - Q^T W_t|, normalised by max(1, max|W_t|); "
+      "factor d*T";
+  {  // 10
+    Claim c = base("prop7-equivariance-scalar", "Prop. 7, §5.3; Table 9", "equivariance",
+                   "The Riemannian Adam with one scalar second moment per frame is O(d)-equivariant: "
+                   "Phi(Q^T W, Q^T g) = Q^T Phi(W, g), over many steps.");
+    c.generator = equivariance_generator;
+    c.residual = equivariance_residual;
+    c.analysis = "Projection, ||.||_F, the cap and the polar factor all commute with W -> Q^T W.";
+    c.generator_fn = equivariance_gen;
+    STIEFEL_CHECKS(c, equivariance_scalar);
+    c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1},
+                  {"adamw", "Euclidean AdamW", 2}};
+    c.figures_double = &figures_table9<double>;
+    c.figures_mp50 = &figures_table9<mp50>;
+    v.push_back(c);
+  }
+  {  // 10b
+    Claim c = base("prop7-equivariance-per-column", "Prop. 7, §5.3; Table 9", "equivariance",
+                   "A per-column second moment keeps the update O(d)-equivariant as well.");
+    c.generator = equivariance_generator;
+    c.residual = equivariance_residual;
+    c.analysis = "Column norms are invariant under W -> Q^T W; the scaling is a right multiplication.";
+    c.generator_fn = equivariance_gen;
+    STIEFEL_CHECKS(c, equivariance_per_column);
+    c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1},
+                  {"adamw", "Euclidean AdamW", 2}};
+    v.push_back(c);
+  }
+  {  // 10c
+    Claim c = base("prop7-converse", "Prop. 7 (converse), §5.3; Table 9", "inequality",
+                   "The elementwise Adam moment, which varies down the columns, is not "
+                   "O(d)-equivariant: its violation is far above roundoff. (A per-row moment is "
+                   "not a counterexample everywhere: at d = r = 2 every tangent vector has equal "
+                   "row norms, so it reduces to the per-frame scalar; Table 9 reports it at d = 24.)");
+    c.generator = equivariance_generator;
+    c.residual = "violation = max over steps and heads of max|W_t^(Q) - Q^T W_t| for the "
+                 "elementwise rule (B2m)";
+    c.factor = "ratio = u * d * T * max(1, max|W|) / violation; pass at ratio <= 1e-3";
+    c.tolerance = 1e-3;
+    c.analysis = "A row-dependent scaling does not commute with a rotation that mixes the rows.";
+    c.generator_fn = equivariance_gen;
+    STIEFEL_CHECKS(c, equivariance_converse);
+    c.controls = {{"scalar-moment", "the scalar-moment rule, which is equivariant", 1}};
+    v.push_back(c);
+  }
+  {  // 11
+    Claim c = base("prop8-decay-annihilated", "Prop. 8, §4.3, §5.3", "identity",
+                   "Pi_W(lambda W) = 0: weight decay has zero Riemannian gradient on St(d,r).");
+    c.generator = "d in [1,24], r in [1,d], lambda = 10^[-12,12]";
+    c.residual = "||Pi_W(lambda W)||_F / (lambda sqrt(r)); factor d";
+    c.analysis = "lambda W = W (lambda I) lies in the normal space {WS}.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {});
+        k.x = gen::real(-12, 12, 240);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, decay_annihilated);
+    c.controls = {{"drifted-frame", "a frame scaled by 3/2 off the manifold", 1}};
+    v.push_back(c);
+  }
+  auto decay_gen = [] {
+    return rc::gen::exec([] {
+      Case k;
+      gen::draw_frame_shape(k, {.not_one_by_one = true, .scale_lo = -3, .scale_hi = 1});
+      // Both regimes of eta*lambda: below 1 (10^[-6,0)) and above 1 (10^(0,0.6]).
+      k.x = *rc::gen::arbitrary<bool>() ? gen::real(0.001, 0.6, 600) : gen::real(-6, -0.001, 600);
+      return k;
+    });
+  };
+  {  // 12
+    Claim c = base("s53-decay-absorbed", "§5.3 after Prop. 7", "identity",
+                   "polar((1 - eta lambda) W + xi) = polar(W + xi / (1 - eta lambda)): decoupled "
+                   "decay is absorbed by the retraction (stated without a condition on eta lambda).");
+    c.generator = "d in [2,24] ((d,r) != (1,1), whose tangent space is {0}), r in [1,d], tangent xi "
+                  "scaled by 10^[-3,1], eta*lambda = 10^[-6,0.6]";
+    c.residual = "||lhs - rhs||_F / sqrt(r); factor d*(1 + ||xi||/|1 - eta lambda|)";
+    c.expected = Expected::kRefuted;
+    c.analysis = "polar(cM) = sign(c) polar(M): for eta*lambda > 1 the two sides are negatives of "
+                 "each other, and at eta*lambda = 1 the right side is undefined.";
+    c.generator_fn = decay_gen;
+    STIEFEL_CHECKS(c, decay_absorbed);
+    c.controls = {{"unscaled-step", "polar(W + xi) without the 1/(1 - eta lambda) rescale", 1}};
+    v.push_back(c);
+  }
+  {  // 12b
+    Claim c = base("s53-decay-absorbed-corrected", "§5.3 after Prop. 7 (corrected)", "identity",
+                   "Corrected statement: polar((1 - eta lambda) W + xi) = sign(1 - eta lambda) "
+                   "polar(W + xi/(1 - eta lambda)) for eta lambda != 1; the paper's form holds "
+                   "exactly when eta lambda < 1.");
+    c.generator = "as for s53-decay-absorbed";
+    c.residual = "as for s53-decay-absorbed";
+    c.analysis = "Positive homogeneity and oddness of the polar factor.";
+    c.generator_fn = decay_gen;
+    STIEFEL_CHECKS(c, decay_absorbed_corrected);
+    c.controls = {{"unscaled-step", "polar(W + xi) without the 1/(1 - eta lambda) rescale", 1}};
+    v.push_back(c);
+  }
+  {  // 13
+    Claim c = base("s54-decay-fixed-point-off-manifold", "§5.4", "inequality",
+                   "The fixed point W* = -grad L(W*)/lambda of decoupled weight decay generically "
+                   "lies off St(d,r): weight decay drives W towards 0, not towards St(d,r).");
+    c.generator = "L(W) = ||W - B||^2/2 with B Gaussian scaled by 10^[-2,2], lambda = 10^[-3,1], "
+                  "d in [1,24], r in [1,d]; the iteration W <- W - eta grad L - eta lambda W run to "
+                  "its fixed point";
+    c.residual = "iso = ||W*^T W* - I||_max";
+    c.factor = "ratio = u * d / iso; pass at ratio <= 1e-3 (iso at least 1000 times roundoff)";
+    c.tolerance = 1e-3;
+    c.analysis = "W* = B/(1+lambda) is on St(d,r) only for B in a measure-zero set.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {.scale_lo = -2, .scale_hi = 2});
+        k.x = gen::real(-3, 1, 40);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, decay_fixed_point);
+    c.controls = {{"retracted-fixed-point", "the polar factor of W* (the hard constraint)", 1}};
+    v.push_back(c);
+  }
+  {  // 14
+    Claim c = base("s2-polar-nearest", "§2", "inequality",
+                   "The polar retraction is the Frobenius-nearest point of St(d,r): "
+                   "||M - polar(M)||_F <= ||M - Y||_F for every Y in St(d,r).");
+    c.generator = "M = U diag(sigma) V^T, sigma_i = 10^[-6,2] times 10^[-3,3] (near rank deficiency "
+                  "included), d in [1,24], r in [1,d]; Y: three random points, -polar(M), the "
+                  "point reached along the Riemannian gradient of the distance, and two random "
+                  "neighbours at distances 1e-2 and 1e-4";
+    c.residual = "max(0, ||M - P||^2 - ||M - Y||^2) computed as 2<M, Y - P> - (||Y||^2 - ||P||^2), "
+                 "normalised by ||M|| ||Y - P|| + r; factor d";
+    c.analysis = "||M - Y||^2 = ||M||^2 + r - 2 tr(Y^T M), and tr(Y^T M) <= ||M||_* with equality "
+                 "at the polar factor.";
+    c.generator_fn = [] { return gen::frame({.scale_lo = -3, .scale_hi = 3}); };
+    STIEFEL_CHECKS(c, polar_nearest);
+    c.controls = {{"flipped-column", "polar(M) with its first column negated", 1}};
+    v.push_back(c);
+  }
+  {  // 14b
+    Claim c = base("s2-polar-routes-agree", "§2, §3.2, Prop. 6(i)", "identity",
+                   "The polar retraction by thin SVD, by the Gram route M (M^T M)^(-1/2), and by "
+                   "the tangent Gram route (W + eta)(I + eta^T eta)^(-1/2) agree and land on St(d,r).");
+    c.generator = "d in [1,24], r in [1,d], tangent eta scaled by 10^[-8,4]";
+    c.residual = "||svd - gram|| / sqrt(r), ||svd - tangent gram|| / sqrt(r) with factor "
+                 "d*kappa^2, kappa = 1 + ||eta|| (the Gram route squares the condition number); "
+                 "||P^T P - I||_max with factor d";
+    c.analysis = "Uniqueness of the polar factor of a full-rank matrix; (W+eta)^T(W+eta) = I + "
+                 "eta^T eta for tangent eta.";
+    c.generator_fn = [] { return gen::frame({.scale_lo = -8, .scale_hi = 4}); };
+    STIEFEL_CHECKS(c, polar_routes);
+    c.controls = {{"non-tangent-step", "a step with a normal component W S, |S| ~ 1/2, through the "
+                                       "tangent Gram route", 1}};
+    v.push_back(c);
+  }
+  {  // 15
+    Claim c = base("s2-query-norm-bound", "§2 (attention logit growth)", "inequality",
+                   "||W_Q^T x|| <= ||x|| for W_Q in St(d,r).");
+    c.generator = "x = W a/||a|| + t W_perp z/||z|| with t in [0,1/2] (near col(W), where the bound is tight), "
+                  "scaled by 10^[-20,20]; d in [1,24], r in [1,d]";
+    c.residual = "max(0, ||W^T x|| - ||x||) / ||x||; factor d";
+    c.analysis = "W W^T is an orthogonal projector.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {.scale_lo = -20, .scale_hi = 20});
+        k.x = gen::real(0, 0.5, 50);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, query_norm);
+    c.controls = {{"scaled-frame", "the frame scaled by 3/2 off the manifold", 1}};
+    v.push_back(c);
+  }
+  {  // 16
+    Claim c = base("s2-retraction-second-order", "§2, §3.2", "order",
+                   "The polar retraction agrees with the Riemannian exponential to second order: "
+                   "||polar(W + t xi) - Exp_W(t xi)|| = O(t^3).");
+    c.generator = "d in [2,24] ((d,r) != (1,1)), r in [1,d], unit tangent xi, t = 1e-2 / 2^k, k = 0..6";
+    c.residual = "least-squares log-log slope of the remainder against t";
+    c.factor = "ratio = |slope - 3|; pass at <= 0.3; a control is killed at >= 0.6";
+    c.tolerance = 0.3;
+    c.control_margin = 2;
+    c.analysis = "Projective retractions are second order (Absil & Malick 2012).";
+    c.generator_fn = [] { return gen::frame({.not_one_by_one = true}); };
+    STIEFEL_CHECKS(c, retraction_order);
+    c.controls = {{"no-retraction", "W + t xi without the retraction (first order)", 1}};
+    v.push_back(c);
+  }
+  {  // 17
+    Claim c = base("attention-gradient-taylor", "§5.1, Table 8 (the gradient behind claims 1-2)", "order",
+                   "The analytic attention gradient is the derivative of the loss: the Taylor "
+                   "remainder |L(W + h D) - L(W) - h <grad, D>| is O(h^2).");
+    c.generator = "attention problems: n in [2,7], d in [1,12], r in [1,d], H in [1,3]; "
+                  "h = 1e-3 / 2^k, k = 0..6";
+    c.residual = "least-squares log-log slope of the remainder against h";
+    c.factor = "ratio = |slope - 2|; pass at <= 0.3; a control is killed at >= 0.6";
+    c.tolerance = 0.3;
+    c.control_margin = 2;
+    c.analysis = "Hand-derived backward pass of softmax attention.";
+    c.generator_fn = [] { return gen::attention(1); };
+    STIEFEL_CHECKS(c, attention_taylor);
+    c.controls = {{"gradient-factor-two", "a factor-two error in dL/dW_Q", 1}};
+    v.push_back(c);
+  }
+  {  // 18
+    Claim c = base("s53-canonical-gradient", "eq. (4), §4.3, §5.3", "identity",
+                   "grad^can = G - W G^T W is the Riesz representer of the Euclidean differential "
+                   "in the canonical metric: g_c(grad^can, xi) = <G, xi> for every tangent xi.");
+    c.generator = "d in [2,24], r in [2,d] (at r = 1 the two metrics coincide on T_W St), G scaled "
+                  "by 10^[-12,12], two random tangent vectors";
+    c.residual = "|g_c(grad^can, xi) - <G, xi>| / (||G|| ||xi||); factor d";
+    c.analysis = "Edelman, Arias & Smith (1998), (2.53).";
+    c.generator_fn = [] { return gen::frame({.min_r = 2}); };
+    STIEFEL_CHECKS(c, canonical_riesz);
+    c.controls = {{"embedded-gradient", "Pi_W G in place of the canonical gradient", 1}};
+    v.push_back(c);
+  }
+  {  // 19
+    Claim c = base("s53-canonical-norm-split", "§5.3 (metric-consistent moment)", "identity",
+                   "The canonical norm tr(xi^T (I - WW^T/2) xi) differs from the Frobenius one by "
+                   "the horizontal/vertical split: ||xi||_c^2 = ||Pi^h xi||^2 + ||W^T xi||^2 / 2.");
+    c.generator = "d in [2,24], r in [2,d], tangent xi scaled by 10^[-12,12]";
+    c.residual = "| ||xi||_c^2 - ||Pi^h xi||^2 - ||W^T xi||^2/2 | / ||xi||^2; factor d";
+    c.analysis = "xi = (I - WW^T) xi + W (W^T xi), orthogonal parts.";
+    c.generator_fn = [] { return gen::frame({.min_r = 2}); };
+    STIEFEL_CHECKS(c, canonical_norm_split);
+    c.controls = {{"frobenius-norm", "the Frobenius norm in place of the canonical one", 1}};
+    v.push_back(c);
+  }
+  {  // 20
+    Claim c = base("table6-frozen-arm-stays", "Table 6 (frozen arm), §2", "identity",
+                   "The frozen arm (eta_R = 0) still retracts each step, and polar(W) = W for W on "
+                   "St(d,r), so its frames never move.");
+    c.generator = "d in [1,24], r in [1,d]";
+    c.residual = "||polar(W) - W||_F / sqrt(r) and ||frozen_step(W) - W||_F / sqrt(r); factor d";
+    c.analysis = "W = W I is its own polar decomposition.";
+    c.generator_fn = [] { return gen::frame({}); };
+    STIEFEL_CHECKS(c, frozen_fixes_frame);
+    c.controls = {{"off-manifold-frame", "W (I + S/10), S symmetric, off the manifold", 1}};
+    v.push_back(c);
+  }
+  return v;
+}
+
+}  // namespace
+
+const std::vector<Claim>& registry() {
+  static const std::vector<Claim> claims = build();
+  return claims;
+}
+
+}  // namespace stiefel::certificates

@@ -1,0 +1,462 @@
+#include <stiefel/certificates/runner.h>
+
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <Eigen/Core>
+#include <atomic>
+#include <boost/version.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <stiefel/certificates/claim.h>
+#include <stiefel/multiprecision.h>
+#include <stiefel/scalar.h>
+#include <thread>
+
+namespace stiefel::certificates {
+namespace {
+
+constexpr const char* kSchemaVersion = "1.0";
+constexpr int kMaxShrinkEvaluations = 400;
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ULL;
+  return h;
+}
+
+bool passes(const CheckResult& r, double tolerance) {
+  return std::isfinite(r.ratio) && r.ratio <= tolerance;
+}
+
+nlohmann::json finite_or_null(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
+
+nlohmann::json result_json(const CheckResult& r) {
+  return {{"ratio", finite_or_null(r.ratio)}, {"residual", finite_or_null(r.residual)},
+          {"normaliser", finite_or_null(r.normaliser)}, {"detail", r.detail}};
+}
+
+// Runs a check, turning an exception into a failing result that says what was thrown.
+template <class Fn>
+CheckResult guarded(Fn fn, const Case& c, int variant) {
+  try {
+    return fn(c, variant);
+  } catch (const std::exception& e) {
+    CheckResult r;
+    r.ratio = std::numeric_limits<double>::infinity();
+    r.residual = std::numeric_limits<double>::quiet_NaN();
+    r.detail["error"] = e.what();
+    return r;
+  }
+}
+
+// RapidCheck's generation context is per process, not per thread: every call that runs a
+// generator (drawing a case, walking its shrinks) holds this lock.
+std::mutex& rapidcheck_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+struct CaseRecord {
+  rc::Shrinkable<Case> shrinkable;
+  Case value;
+};
+
+std::vector<CaseRecord> draw_cases(const Claim& claim, std::uint64_t seed, int n) {
+  std::lock_guard<std::mutex> lock(rapidcheck_mutex());
+  const rc::Gen<Case> gen = claim.generator_fn();
+  std::vector<CaseRecord> out;
+  for (int i = 0; i < n; ++i) {
+    const int size = n > 1 ? (i * rc::kNominalSize) / (n - 1) : rc::kNominalSize / 2;
+    rc::Random random(mix(seed ^ mix(std::uint64_t(i))));
+    auto shrinkable = gen(random, size);
+    Case value = shrinkable.value();
+    out.push_back({std::move(shrinkable), value});
+  }
+  return out;
+}
+
+// Greedy RapidCheck shrinking: move to the first smaller case that still fails, until none does.
+std::pair<Case, int> shrink(rc::Shrinkable<Case> failing, const std::function<bool(const Case&)>& fails) {
+  int evaluations = 0, steps = 0;
+  bool progress = true;
+  while (progress && evaluations < kMaxShrinkEvaluations) {
+    progress = false;
+    std::unique_lock<std::mutex> lock(rapidcheck_mutex());
+    auto seq = failing.shrinks();
+    while (auto next = seq.next()) {
+      if (++evaluations > kMaxShrinkEvaluations) break;
+      const Case candidate = next->value();
+      lock.unlock();
+      const bool still_fails = fails(candidate);
+      lock.lock();
+      if (still_fails) {
+        failing = *next;
+        progress = true;
+        ++steps;
+        break;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(rapidcheck_mutex());
+  return {failing.value(), steps};
+}
+
+std::string expected_name(Expected e) { return e == Expected::kRefuted ? "refuted" : "certified"; }
+
+struct ClaimRun {
+  nlohmann::json entry;
+  bool met = false;
+  int controls = 0, controls_killed = 0;
+  std::string observed;
+  double seconds = 0;
+};
+
+ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base_seed) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool use_double = opt.precision != Precision::kMp50;
+  const bool use_mp50 = opt.precision != Precision::kDouble;
+  const int n = claim.randomised ? opt.cases : 1;
+  const std::uint64_t seed = mix(base_seed ^ fnv1a(claim.id));
+
+  int variant = 0;
+  if (opt.swap_control) {
+    const auto colon = opt.swap_control->find(':');
+    if (opt.swap_control->substr(0, colon) == claim.id)
+      for (const auto& ctl : claim.controls)
+        if (ctl.id == opt.swap_control->substr(colon + 1)) variant = ctl.variant;
+  }
+  auto primary = [&](const Case& c, int v) {
+    return use_double ? guarded(claim.check_double, c, v) : guarded(claim.check_mp50, c, v);
+  };
+
+  const auto cases = draw_cases(claim, seed, n);
+  int fail64 = 0, failmp = 0;
+  double worst64 = -1, worstmp = -1, resid64 = 0, residmp = 0;
+  nlohmann::json worst_case;
+  std::optional<std::size_t> first_failure;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i].value;
+    if (use_double) {
+      const CheckResult r = guarded(claim.check_double, c, variant);
+      if (!passes(r, claim.tolerance)) {
+        ++fail64;
+        if (!first_failure) first_failure = i;
+      }
+      const double ratio = std::isfinite(r.ratio) ? r.ratio : std::numeric_limits<double>::max();
+      if (ratio > worst64) {
+        worst64 = ratio;
+        resid64 = r.residual;
+        worst_case = to_json(c);
+      }
+    }
+    if (use_mp50) {
+      const CheckResult r = guarded(claim.check_mp50, c, variant);
+      if (!passes(r, claim.tolerance)) {
+        ++failmp;
+        if (!use_double && !first_failure) first_failure = i;
+      }
+      const double ratio = std::isfinite(r.ratio) ? r.ratio : std::numeric_limits<double>::max();
+      if (ratio > worstmp) {
+        worstmp = ratio;
+        residmp = r.residual;
+        if (!use_double) worst_case = to_json(c);
+      }
+    }
+  }
+
+  // Observed status, and the shrunk counterexample of a failing claim in both precisions.
+  std::string observed;
+  nlohmann::json counterexample = nullptr;
+  std::string behaviour;
+  if (!first_failure && failmp == 0) {
+    observed = "certified";
+    std::ostringstream os;
+    os << std::setprecision(3) << "passes in every case";
+    if (use_double) os << "; float64 worst ratio " << worst64 << " (residual " << resid64 << ")";
+    if (use_mp50) os << "; 50-digit worst ratio " << worstmp << " (residual " << residmp << ")";
+    behaviour = os.str();
+  } else if (!first_failure) {
+    observed = "inconclusive";
+    behaviour = "passes in float64 but fails at 50 digits";
+  } else {
+    auto fails = [&](const Case& c) { return !passes(primary(c, variant), claim.tolerance); };
+    const auto [minimal, steps] = shrink(cases[*first_failure].shrinkable, fails);
+    counterexample = {{"case", to_json(minimal)}, {"shrink_steps", steps}};
+    CheckResult r64, rmp;
+    if (use_double) counterexample["float64"] = result_json(r64 = guarded(claim.check_double, minimal, variant));
+    if (use_mp50) counterexample["mp50"] = result_json(rmp = guarded(claim.check_mp50, minimal, variant));
+    if (use_double && use_mp50) {
+      // A false claim's violation does not shrink with precision; a rounding artefact does.
+      const bool persists = !passes(rmp, claim.tolerance) &&
+                            std::abs(rmp.residual) >= 0.01 * std::abs(r64.residual);
+      observed = persists ? "refuted" : "inconclusive";
+      std::ostringstream os;
+      os << std::setprecision(4) << (persists ? "violation persists at 50 digits" : "violation shrinks with precision")
+         << ": residual " << r64.residual << " (float64) vs " << rmp.residual << " (50-digit)";
+      behaviour = os.str();
+    } else {
+      observed = "refuted";
+      behaviour = "single precision run: violation not cross-checked";
+    }
+  }
+
+  // Non-vacuity controls: each must fail on every case by the claim's control margin.
+  nlohmann::json controls = nlohmann::json::array();
+  int killed = 0;
+  for (const auto& ctl : claim.controls) {
+    double min_margin = std::numeric_limits<double>::infinity();
+    int survived = 0;
+    nlohmann::json surviving = nullptr, example = nullptr;
+    for (const auto& rec : cases) {
+      const CheckResult r = primary(rec.value, ctl.variant);
+      const double margin = std::isfinite(r.ratio) ? r.ratio / claim.tolerance
+                                                   : std::numeric_limits<double>::infinity();
+      if (example.is_null()) example = r.detail;
+      if (margin < min_margin) min_margin = margin;
+      if (!(margin >= claim.control_margin)) {
+        ++survived;
+        if (surviving.is_null()) surviving = {{"case", to_json(rec.value)}, {"result", result_json(r)}};
+      }
+    }
+    const bool is_killed = survived == 0;
+    killed += is_killed;
+    controls.push_back({{"id", ctl.id}, {"description", ctl.description},
+                        {"status", is_killed ? "killed" : "survived"},
+                        {"min_margin", finite_or_null(min_margin)},
+                        {"required_margin", claim.control_margin},
+                        {"cases", int(cases.size())}, {"cases_survived", survived},
+                        {"first_case_detail", example}, {"surviving_case", surviving}});
+  }
+  if (killed < int(claim.controls.size()) && observed == "certified") observed = "vacuous";
+
+  nlohmann::json figures = nlohmann::json::object();
+  if (claim.figures_double && use_double) figures["float64"] = claim.figures_double();
+  if (claim.figures_mp50 && use_mp50) figures["mp50"] = claim.figures_mp50();
+
+  ClaimRun out;
+  out.observed = observed;
+  out.controls = int(claim.controls.size());
+  out.controls_killed = killed;
+  out.met = observed == expected_name(claim.expected) && killed == out.controls && variant == 0;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.entry = {
+      {"id", claim.id}, {"source", claim.source}, {"statement", claim.statement},
+      {"kind", claim.kind}, {"generator", claim.generator}, {"residual", claim.residual},
+      {"tolerance", {{"value", claim.tolerance}, {"meaning", claim.factor},
+                     {"control_margin", claim.control_margin}}},
+      {"expected", expected_name(claim.expected)}, {"analysis", claim.analysis},
+      {"observed", observed}, {"meets_expectation", out.met},
+      {"swapped_control", variant == 0 ? nlohmann::json(nullptr) : nlohmann::json(variant)},
+      {"cases", n}, {"cases_mp50", use_mp50 ? n : 0},
+      {"failures", {{"float64", use_double ? nlohmann::json(fail64) : nlohmann::json(nullptr)},
+                    {"mp50", use_mp50 ? nlohmann::json(failmp) : nlohmann::json(nullptr)}}},
+      {"worst", {{"ratio_float64", use_double ? finite_or_null(worst64) : nullptr},
+                 {"ratio_mp50", use_mp50 ? finite_or_null(worstmp) : nullptr},
+                 {"residual_float64", use_double ? finite_or_null(resid64) : nullptr},
+                 {"residual_mp50", use_mp50 ? finite_or_null(residmp) : nullptr},
+                 {"case", worst_case}}},
+      {"precision_behaviour", behaviour}, {"counterexample", counterexample},
+      {"controls", controls}, {"figures", figures}, {"seconds", out.seconds},
+      {"reproduce", "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
+                        std::to_string(opt.cases) + " --claims '^" + claim.id + "$'"}};
+  return out;
+}
+
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+nlohmann::json generator_json() {
+  const std::string git = "git -C '" STIEFEL_SOURCE_DIR "' ";
+  std::string sha = run_command(git + "rev-parse HEAD 2>/dev/null");
+  nlohmann::json dirty = nullptr;
+  if (!sha.empty()) dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
+  return {{"name", "stiefel certify"}, {"version", STIEFEL_VERSION},
+          {"git_sha", sha.empty() ? nlohmann::json(nullptr) : nlohmann::json(sha)},
+          {"git_dirty", dirty}};
+}
+
+nlohmann::json build_json() {
+  return {{"compiler", std::string("g++ ") + __VERSION__},
+          {"flags", STIEFEL_CXX_FLAGS},
+          {"build_type", STIEFEL_BUILD_TYPE},
+          {"libraries",
+           {{"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
+                          "." + std::to_string(EIGEN_MINOR_VERSION)},
+            {"boost", BOOST_LIB_VERSION},
+            {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
+                                  std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
+                                  std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
+            {"rapidcheck", STIEFEL_RAPIDCHECK_VERSION}}}};
+}
+
+nlohmann::json platform_json() {
+  struct utsname u {};
+  uname(&u);
+  return {{"os", std::string(u.sysname) + " " + u.release},
+          {"arch", u.machine},
+          {"hardware_threads", std::thread::hardware_concurrency()}};
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+
+RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
+  std::regex pattern;
+  try {
+    pattern = std::regex(opt.claims, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument("--claims: '" + opt.claims + "' is not a valid regular expression (" +
+                                e.what() + ")");
+  }
+  std::vector<const Claim*> selected;
+  for (const auto& c : registry())
+    if (std::regex_search(c.id, pattern)) selected.push_back(&c);
+  if (selected.empty())
+    throw std::invalid_argument("--claims: '" + opt.claims + "' matches no registered claim");
+  if (opt.swap_control) {
+    const auto colon = opt.swap_control->find(':');
+    bool found = false;
+    for (const auto& c : registry())
+      if (colon != std::string::npos && c.id == opt.swap_control->substr(0, colon))
+        for (const auto& ctl : c.controls) found = found || ctl.id == opt.swap_control->substr(colon + 1);
+    if (!found)
+      throw std::invalid_argument("--swap-control: '" + *opt.swap_control +
+                                  "' names no registered CLAIM:CONTROL pair");
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const std::string started = utc_now();
+  std::vector<ClaimRun> runs(selected.size());
+  std::atomic<std::size_t> next{0};
+  const unsigned jobs = opt.jobs > 0 ? unsigned(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  std::mutex log_mutex;
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < selected.size();) {
+      runs[i] = run_claim(*selected[i], opt, opt.seed);
+      std::lock_guard<std::mutex> lock(log_mutex);
+      const auto& e = runs[i].entry;
+      log << std::left << std::setw(38) << selected[i]->id << std::setw(10) << e["expected"].get<std::string>()
+          << std::setw(13) << runs[i].observed << std::setw(5) << e["cases"].get<int>() << " controls "
+          << runs[i].controls_killed << "/" << runs[i].controls << std::right << std::fixed
+          << std::setprecision(1) << std::setw(7) << runs[i].seconds << "s  "
+          << (runs[i].met ? "ok" : "FAILED") << "\n";
+      log.unsetf(std::ios::fixed);
+      log.flush();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned j = 0; j < std::min<std::size_t>(jobs, selected.size()); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  RunResult result;
+  nlohmann::json claims = nlohmann::json::array();
+  std::map<std::string, int> by_status;
+  int controls = 0, controls_killed = 0;
+  for (const auto& r : runs) {
+    claims.push_back(r.entry);
+    ++by_status[r.observed];
+    controls += r.controls;
+    controls_killed += r.controls_killed;
+    (r.met ? result.passed : result.failed)++;
+  }
+  const char* precision_name = opt.precision == Precision::kDouble ? "double"
+                               : opt.precision == Precision::kMp50 ? "mp50"
+                                                                   : "both";
+  std::string reproduce = "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
+                          std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " +
+                          precision_name;
+  if (opt.swap_control) reproduce += " --swap-control " + *opt.swap_control;
+  result.certificate = {
+      {"schema_version", kSchemaVersion},
+      {"generator", generator_json()},
+      {"build", build_json()},
+      {"platform", platform_json()},
+      {"run", {{"seed", opt.seed}, {"cases", opt.cases}, {"claims", opt.claims},
+               {"precision", precision_name}, {"jobs", jobs}, {"started_utc", started},
+               {"wall_seconds", wall}, {"command_line", opt.command_line}, {"reproduce", reproduce},
+               {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr}}},
+      {"precision", {{"working_type", "double (IEEE 754 binary64)"},
+                     {"unit_roundoff", to_double(unit_roundoff<double>())},
+                     {"reference_type", "boost::multiprecision::number<cpp_bin_float<50>, et_off>"},
+                     {"reference_unit_roundoff", to_double(unit_roundoff<mp50>())}}},
+      {"claims", claims},
+      {"summary", {{"claims", int(runs.size())}, {"controls", controls},
+                   {"claims_and_controls", int(runs.size()) + controls},
+                   {"certified", by_status["certified"]}, {"refuted", by_status["refuted"]},
+                   {"vacuous", by_status["vacuous"]}, {"inconclusive", by_status["inconclusive"]},
+                   {"controls_killed", controls_killed},
+                   {"controls_survived", controls - controls_killed},
+                   {"met_expectation", result.passed}, {"failed_expectation", result.failed},
+                   {"passed", result.failed == 0}}}};
+  log << "wall " << std::fixed << std::setprecision(1) << wall << " s\n";
+  log.unsetf(std::ios::fixed);
+  log << result.passed << " passed, " << result.failed << " failed\n";
+  return result;
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (target.filename().empty()) throw std::runtime_error(path + ": not a file path");
+  std::error_code ec;
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) throw std::runtime_error(path + ": cannot create folder " + target.parent_path().string() + " (" + ec.message() + ")");
+  }
+  if (fs::is_directory(target, ec)) throw std::runtime_error(path + ": is a folder, not a file");
+  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(path + ": cannot write " + tmp.string());
+    out << content;
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      throw std::runtime_error(path + ": write failed for " + tmp.string());
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error(path + ": cannot move the finished file into place (" + ec.message() + ")");
+  }
+}
+
+}  // namespace stiefel::certificates

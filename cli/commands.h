@@ -1,0 +1,11 @@
+// Sub-commands of the stiefel executable; each registers its options and its callback.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stiefel::cli {
+
+// `stiefel certify`: runs the certificate suite and writes the JSON certificate.
+void add_certify_command(CLI::App& app, int& exit_code);
+
+}  // namespace stiefel::cli

@@ -1,0 +1,17 @@
+// stiefel: certified Stiefel-manifold attention geometry.
+#include <iostream>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"stiefel: certificates for Stiefel-constrained attention and its Riemannian Adam"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  stiefel::cli::add_certify_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return exit_code;
+}

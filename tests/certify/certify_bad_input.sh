@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Bad arguments get a message naming the argument and a non-zero exit, and write nothing.
+set -uo pipefail
+stiefel=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+fail() { echo "$1"; exit 1; }
+expect() {  # expect CODE PATTERN ARGS...
+  local code=$1 pattern=$2; shift 2
+  "$stiefel" "$@" > "$work/out.txt" 2>&1
+  local rc=$?
+  [ "$rc" -eq "$code" ] || { cat "$work/out.txt"; fail "stiefel $*: exit $rc, expected $code"; }
+  grep -q -- "$pattern" "$work/out.txt" || { cat "$work/out.txt"; fail "stiefel $*: no '$pattern' in the message"; }
+}
+expect 2 "--claims" certify --claims '(' --out "$work/a.json"
+expect 2 "matches no registered claim" certify --claims 'no-such-claim' --out "$work/a.json"
+expect 2 "--cases" certify --cases 0 --out "$work/a.json"
+expect 2 "--precision" certify --precision quad --out "$work/a.json"
+expect 2 "--swap-control" certify --swap-control 'prop8-decay-annihilated:nothing' --out "$work/a.json"
+[ ! -e "$work/a.json" ] || fail "a certificate was written for bad arguments"
+mkdir -p "$work/dir.json"
+expect 1 "is a folder" certify --cases 2 --claims '^prop8' --out "$work/dir.json"
+echo "bad input rejected"

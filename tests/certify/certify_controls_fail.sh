@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Swaps every non-vacuity control into the real pipeline, one at a time: `stiefel certify` must
+# then exit 1 (a failed certificate), never 0, and the written certificate must say the claim
+# did not meet its expectation.
+set -euo pipefail
+stiefel=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+claim=""
+count=0
+while IFS= read -r line; do
+  if [[ "$line" =~ ^([a-z0-9-]+)\  ]]; then
+    claim=${BASH_REMATCH[1]}
+  elif [[ "$line" =~ ^\ +control\ ([a-z0-9-]+): ]]; then
+    control=${BASH_REMATCH[1]}
+    set +e
+    "$stiefel" certify --cases 12 --precision double --claims "^${claim}\$" \
+      --swap-control "${claim}:${control}" --out "$work/c.json" 2> "$work/log.txt"
+    rc=$?
+    set -e
+    if [ "$rc" -ne 1 ]; then
+      cat "$work/log.txt"; echo "control ${claim}:${control} swapped in: exit $rc, expected 1"; exit 1
+    fi
+    python3 -c "import json,sys; c=json.load(open('$work/c.json')); assert not c['claims'][0]['meets_expectation']"
+    count=$((count + 1))
+  fi
+done < <("$stiefel" certify --list)
+[ "$count" -ge 24 ] || { echo "only $count controls listed"; exit 1; }
+echo "$count controls each fail the certificate when swapped in"

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs `stiefel certify` on every claim in both precisions, then checks the certificate: exit
+# code, JSON Schema validity, at least 24 claims and controls, the Table 9 figures, the refuted
+# claims with their counterexamples, and that a failed write leaves an existing file untouched.
+set -euo pipefail
+stiefel=$1 schema=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+cert="$work/certificate.json"
+
+"$stiefel" certify --cases 40 --out "$cert" 2> "$work/table.txt" || {
+  cat "$work/table.txt"; echo "certify exited non-zero"; exit 1; }
+tail -n 1 "$work/table.txt" | grep -Eq '^[0-9]+ passed, 0 failed$'
+python3 -m jsonschema -i "$cert" "$schema"
+
+python3 - "$cert" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+s = c["summary"]
+assert s["passed"] and s["failed_expectation"] == 0, s
+assert s["claims_and_controls"] >= 24, s
+assert s["controls_survived"] == 0, s
+ids = {k["id"]: k for k in c["claims"]}
+rows = ids["prop7-equivariance-scalar"]["figures"]["float64"]["rows"]
+assert {r["rule"] for r in rows} >= {"scalar (B2)", "per-column", "elementwise (B2m)", "AdamW (decay 0.05)"}
+by = {r["rule"]: r["violation_max_abs"] for r in rows}
+assert by["scalar (B2)"] < 1e-12 and by["per-column"] < 1e-12, by
+assert by["elementwise (B2m)"] > 1e-6 and by["AdamW (decay 0.05)"] > 1e-6, by
+for k in c["claims"]:
+    assert k["cases_mp50"] == k["cases"], k["id"]
+    if k["expected"] == "refuted":
+        ce = k["counterexample"]
+        assert ce is not None, k["id"]
+        r = ce["float64"]["ratio"]
+        assert r is None or r > k["tolerance"]["value"], k["id"]
+        assert ce["mp50"]["residual"] is not None, k["id"]
+print("certificate ok:", s)
+PY
+
+# A write that cannot complete must leave the previous certificate as it was.
+before=$(sha256sum "$cert")
+mkdir -p "$work/ro" && cp "$cert" "$work/ro/certificate.json" && chmod 500 "$work/ro"
+if [ "$(id -u)" -ne 0 ]; then
+  if "$stiefel" certify --cases 2 --claims '^prop8' --out "$work/ro/certificate.json" 2> "$work/err.txt"; then
+    echo "write into a read-only folder succeeded"; exit 1
+  fi
+  grep -q "ro/certificate.json" "$work/err.txt"
+fi
+chmod 700 "$work/ro"
+# A folder that cannot be created (even by root) is reported with the path.
+if "$stiefel" certify --cases 2 --claims '^prop8' --out /proc/stiefel-no-such/c.json 2> "$work/err.txt"; then
+  echo "write under /proc succeeded"; exit 1
+fi
+grep -q "/proc/stiefel-no-such/c.json" "$work/err.txt"
+[ "$(sha256sum "$cert")" = "$before" ]

@@ -1,0 +1,3 @@
+#include "core_properties.h"
+
+STIEFEL_CORE_TESTS(CoreDouble, double, 24)
