@@ -56,7 +56,8 @@ void add_certify_command(CLI::App& app, int& exit_code) {
     try {
       const auto result = certificates::run_certificate(run, std::cerr);
       certificates::write_file_atomically(args->out, result.certificate.dump(2) + "\n");
-      std::cerr << "certificate written to " << args->out << "\n";
+      std::cerr << "certificate written to " << args->out << "\n"
+                << result.passed << " passed, " << result.failed << " failed\n";
       exit_code = result.failed == 0 ? 0 : 1;
     } catch (const std::invalid_argument& e) {
       std::cerr << "stiefel certify: " << e.what() << "\n";

@@ -8,4 +8,7 @@ namespace stiefel::cli {
 // `stiefel certify`: runs the certificate suite and writes the JSON certificate.
 void add_certify_command(CLI::App& app, int& exit_code);
 
+// `stiefel train`: one training run (built with LibTorch only).
+void add_train_command(CLI::App& app, int& exit_code);
+
 }  // namespace stiefel::cli

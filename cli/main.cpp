@@ -8,6 +8,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   stiefel::cli::add_certify_command(app, exit_code);
+#ifdef STIEFEL_WITH_TORCH
+  stiefel::cli::add_train_command(app, exit_code);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

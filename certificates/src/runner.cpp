@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <atomic>
 #include <boost/version.hpp>
 #include <chrono>
@@ -366,8 +367,13 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   std::atomic<std::size_t> next{0};
   const unsigned jobs = opt.jobs > 0 ? unsigned(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
   std::mutex log_mutex;
+  std::vector<std::size_t> order(selected.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return selected[a]->cost > selected[b]->cost; });
   auto worker = [&] {
-    for (std::size_t i; (i = next++) < selected.size();) {
+    for (std::size_t k; (k = next++) < selected.size();) {
+      const std::size_t i = order[k];
       runs[i] = run_claim(*selected[i], opt, opt.seed);
       std::lock_guard<std::mutex> lock(log_mutex);
       const auto& e = runs[i].entry;
@@ -427,7 +433,6 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
                    {"passed", result.failed == 0}}}};
   log << "wall " << std::fixed << std::setprecision(1) << wall << " s\n";
   log.unsetf(std::ios::fixed);
-  log << result.passed << " passed, " << result.failed << " failed\n";
   return result;
 }
 

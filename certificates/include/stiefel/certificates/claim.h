@@ -66,6 +66,7 @@ struct Claim {
   Expected expected = Expected::kCertified;
   std::string analysis;   // one line: why we expect what we expect
   bool randomised = true; // false: one deterministic case
+  int cost = 1;            // relative run time: the runner starts the costly claims first
   rc::Gen<Case> (*generator_fn)() = nullptr;
   CheckFn<double> check_double = nullptr;
   CheckResult (*check_mp50)(const Case&, int) = nullptr;

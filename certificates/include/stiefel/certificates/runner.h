@@ -30,7 +30,8 @@ struct RunResult {
 };
 
 // Throws std::invalid_argument for a bad regex, a regex matching no claim, or an unknown
-// --swap-control target. `log` receives the readable table.
+// --swap-control target. `log` receives the readable table (the caller prints the closing
+// "N passed, N failed" line once the certificate is written).
 RunResult run_certificate(const RunOptions& options, std::ostream& log);
 
 // Writes `content` to `path` atomically (temporary file in the same folder, then rename); creates

@@ -1,0 +1,66 @@
+#include <iostream>
+#include <memory>
+#include <stiefel/training/datasets.h>
+#include <stiefel/training/trainer.h>
+
+#include "commands.h"
+
+namespace stiefel::cli {
+
+void add_train_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("train", "Train the image-patch transformer or the grokking model with one "
+                                          "optimizer arm for W_Q, W_K; writes OUT/run.json and OUT/checkpoint.pt");
+  auto cfg = std::make_shared<training::TrainConfig>();
+  cmd->add_option("--task", cfg->task, "image | grok")->check(CLI::IsMember({"image", "grok"}))->capture_default_str();
+  cmd->add_option("--arm", cfg->arm, "optimizer arm for W_Q, W_K")
+      ->check(CLI::IsMember(training::arm_names()))
+      ->capture_default_str();
+  cmd->add_option("--seed", cfg->seed, "seed of initialisation, data order and split")->capture_default_str();
+  cmd->add_option("--data", cfg->data, "cifar10:DIR | fashion-mnist[:DIR] (image; default fashion-mnist)");
+  cmd->add_option("--n", cfg->n, "training images (the first n)")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--epochs", cfg->epochs, "epochs")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--device", cfg->device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--out", cfg->out, "run folder")->required();
+  cmd->add_flag("--resume", cfg->resume, "continue from OUT/checkpoint.pt");
+  cmd->add_option("--batch", cfg->batch, "batch size (image)")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--adam-lr", cfg->adam_lr, "AdamW rate (default: 1e-3)");
+  cmd->add_option("--weight-decay", cfg->weight_decay, "AdamW decay (default: image 0.05, grok 1.0)");
+  cmd->add_option("--riemann-lr", cfg->riemann_lr, "Riemannian Adam rate eta_R")->capture_default_str();
+  cmd->add_option("--eps", cfg->eps, "Riemannian Adam eps (default: image 1e-8, grok 1e-3)");
+  cmd->add_option("--tau", cfg->tau, "step cap ||eta||_F <= tau sqrt(r)")->capture_default_str();
+  cmd->add_option("--sgd-lr", cfg->sgd_lr, "fixed step of b2-sgd arms")->capture_default_str();
+  cmd->add_option("--elementwise-lr", cfg->elementwise_lr, "rate of b2m arms (default: the AdamW rate)");
+  cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")->capture_default_str();
+  cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->capture_default_str();
+  cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
+  cmd->add_option("--layers", cfg->layers, "image encoder layers")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--pooling", cfg->pooling, "mean | cls")->check(CLI::IsMember({"mean", "cls"}))->capture_default_str();
+  cmd->add_option("--positional", cfg->positional, "learned | none")
+      ->check(CLI::IsMember({"learned", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--pca-samples", cfg->pca_samples, "patches for the PCA fit")->capture_default_str();
+  cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations (default: image 1, grok 100)");
+  cmd->add_flag("--quiet", cfg->quiet, "no progress output");
+  cmd->callback([cfg, &exit_code] {
+    try {
+      const auto run = training::train(*cfg, std::cerr);
+      const auto& f = run["final"];
+      std::cerr << "run " << run.value("status", "") << ": " << cfg->out << "/run.json";
+      if (f.contains("test_acc")) std::cerr << "  test accuracy " << f["test_acc"].get<double>();
+      std::cerr << "\n";
+      exit_code = 0;
+    } catch (const training::DataError& e) {
+      std::cerr << "stiefel train: " << e.what() << "\n";
+      exit_code = 1;
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "stiefel train: " << e.what() << "\n";
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "stiefel train: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace stiefel::cli

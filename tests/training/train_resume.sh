@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Kills a real run mid-way (SIGKILL), resumes it, and requires the result to be bit-identical to
+# an uninterrupted run of the same configuration; bad arguments and bad data are refused.
+set -euo pipefail
+stiefel=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+args=(train --task grok --arm b2 --seed 3 --epochs 40 --eval-every 5 --quiet)
+"$stiefel" "${args[@]}" --out "$work/straight"
+
+"$stiefel" "${args[@]}" --out "$work/killed" &
+pid=$!
+for _ in $(seq 600); do
+  if [ -f "$work/killed/run.json" ] && python3 -c "import json,sys; sys.exit(0 if len(json.load(open('$work/killed/run.json'))['epochs']) >= 8 else 1)" 2>/dev/null; then
+    break
+  fi
+  sleep 0.1
+done
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+python3 -c "import json; r=json.load(open('$work/killed/run.json')); assert r['status']=='running', r['status']; print('killed after epoch', len(r['epochs']))"
+"$stiefel" "${args[@]}" --out "$work/killed" --resume
+python3 - "$work/straight/run.json" "$work/killed/run.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+keys = ["epoch", "train_loss", "train_acc", "isometry_error", "tangent_grad_norm", "step_norm", "gauge_fraction"]
+for x, y in zip(a["epochs"], b["epochs"]):
+    for k in keys:
+        assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+    assert x.get("test_acc") == y.get("test_acc")
+assert len(a["epochs"]) == len(b["epochs"]) == 40
+print("resumed run is bit-identical to the uninterrupted one")
+PY
+
+# Refusals: an unknown arm, a missing data folder, a truncated file; nothing is written.
+set +e
+"$stiefel" train --task image --arm nope --out "$work/bad1" 2> "$work/err1"; rc1=$?
+"$stiefel" train --task image --data cifar10:"$work/none" --epochs 1 --out "$work/bad2" 2> "$work/err2"; rc2=$?
+mkdir -p "$work/cifar"; head -c 1000 /dev/zero > "$work/cifar/data_batch_1.bin"
+for i in 2 3 4 5; do cp "$work/cifar/data_batch_1.bin" "$work/cifar/data_batch_$i.bin"; done
+cp "$work/cifar/data_batch_1.bin" "$work/cifar/test_batch.bin"
+"$stiefel" train --task image --data cifar10:"$work/cifar" --epochs 1 --out "$work/bad3" 2> "$work/err3"; rc3=$?
+set -e
+[ "$rc1" -ne 0 ] && grep -q -- "--arm" "$work/err1"
+[ "$rc2" -ne 0 ] && grep -q "data_batch_1.bin: missing" "$work/err2"
+[ "$rc3" -ne 0 ] && grep -q "data_batch_1.bin: 1000 bytes" "$work/err3"
+[ ! -e "$work/bad2" ] && [ ! -e "$work/bad3" ]
+echo "bad arguments and bad data refused"

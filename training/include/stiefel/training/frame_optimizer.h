@@ -1,0 +1,39 @@
+// A torch::optim::Optimizer for Stiefel frame parameters ([H, d, r] or [d, r] tensors, one frame
+// per leading index): each step runs training::frame_step in float64 on a float64 master copy of
+// the frames and writes the result back in the parameter's dtype. Usable from any LibTorch program.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "frame_rules.h"
+
+namespace stiefel::training {
+
+struct FrameOptimizerOptions : torch::optim::OptimizerCloneableOptions<FrameOptimizerOptions> {
+  explicit FrameOptimizerOptions(FrameHyper hyper = {}) : hyper_(hyper) {}
+  FrameHyper hyper_;
+  double get_lr() const override { return hyper_.lr; }
+  void set_lr(const double lr) override { hyper_.lr = lr; }
+};
+
+struct FrameParamState : torch::optim::OptimizerCloneableParamState<FrameParamState> {
+  torch::Tensor master;  // float64 [B, d, r]
+  FrameState frame;
+};
+
+class FrameOptimizer : public torch::optim::Optimizer {
+ public:
+  FrameOptimizer(std::vector<torch::Tensor> params, FrameHyper hyper);
+  torch::Tensor step(LossClosure closure = nullptr) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+  // What the last step did, concatenated over every frame of every parameter.
+  const FrameReport& last_report() const { return report_; }
+  const FrameHyper& hyper() const;
+
+ private:
+  FrameReport report_;
+};
+
+}  // namespace stiefel::training

@@ -1,0 +1,45 @@
+// The frame update rules of core/ (riemannian_adam.h, riemannian_sgd.h) batched over frames in
+// LibTorch, in float64: W, G, m: [B, d, r]; v: [B, 1, 1] (per frame), [B, 1, r] (per column) or
+// [B, d, r] (elementwise). The same stages in the same order as core's riemannian_adam_step; the
+// differential test pins the two to 1e-12.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <optional>
+#include <stiefel/retraction.h>
+#include <stiefel/riemannian_adam.h>
+#include <stiefel/tangent_projection.h>
+
+namespace stiefel::training {
+
+struct FrameHyper {
+  double lr = 1.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::optional<double> cap_tau = 0.1;
+  TangentMap map = TangentMap::kStiefel;
+  SecondMoment moment = SecondMoment::kPerFrame;
+  Retraction retraction = Retraction::kPolarSvd;
+  bool adaptive = true;  // false: fixed-step Riemannian SGD (B2-SGD / PA16); lr = 0: frozen
+};
+
+struct FrameState {
+  torch::Tensor m, v;  // float64
+  std::int64_t step = 0;
+};
+
+// Per frame, after one step: ‖ξ‖_F, ‖W_new − W‖_F, whether the cap acted, ‖W skew(WᵀG)‖/‖Π_W G‖.
+struct FrameReport {
+  torch::Tensor tangent_norm, step_norm, capped, gauge_fraction;
+};
+
+torch::Tensor batched_project_tangent(const torch::Tensor& w, const torch::Tensor& g);
+torch::Tensor batched_polar(const torch::Tensor& m, Retraction route);
+FrameState make_frame_state(const torch::Tensor& w, const FrameHyper& hyper);
+
+// One step on every frame of w (modified in place), float64 throughout.
+FrameReport frame_step(torch::Tensor& w, const torch::Tensor& g, FrameState& state, const FrameHyper& hyper);
+
+// ‖WᵀW − I‖_max per frame.
+torch::Tensor isometry_error(const torch::Tensor& w);
+
+}  // namespace stiefel::training

@@ -1,0 +1,47 @@
+// Single training runs (`stiefel train`): the image-patch transformer or the grokking model, one
+// optimizer arm for W_Q, W_K and the same AdamW for every other parameter; per-epoch metrics in
+// DIR/run.json and an atomic checkpoint DIR/checkpoint.pt after every epoch, from which --resume
+// continues bit-identically on CPU.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace stiefel::training {
+
+struct TrainConfig {
+  std::string task = "image";          // image | grok
+  std::string arm = "b2";
+  std::uint64_t seed = 0;
+  std::string data;                    // cifar10:DIR | fashion-mnist[:DIR]; empty: the task default
+  std::int64_t n = 10000;              // image: the first n training images
+  std::int64_t epochs = 40;
+  std::string device = "cpu";          // cpu | cuda
+  std::string out;
+  bool resume = false;
+  std::int64_t batch = 256;
+  double adam_lr = -1, weight_decay = -1;  // −1: the task default (image 1e-3, 0.05; grok 1e-3, 1.0)
+  double riemann_lr = 1.0, eps = -1, tau = 0.1;  // eps −1: image 1e-8, grok 1e-3
+  double sgd_lr = 0.02, elementwise_lr = -1, soft_lambda = 0.1;  // elementwise −1: the AdamW rate
+  std::int64_t warmup_epochs = 5;      // image schedule: linear warm-up, then cosine to zero
+  bool power_stabilisation = false;    // grok: β2 = 0.98 and a 10-step warm-up
+  std::int64_t layers = 2;
+  std::string pooling = "mean", positional = "learned";
+  std::int64_t pca_samples = 100000;
+  std::int64_t threads = 1;
+  std::int64_t eval_every = 0;         // 0: every epoch (image), every 100 epochs (grok)
+  bool quiet = false;
+};
+
+// The arm names: a2, a2-nwf, soft, b2, b2-column, b2-grassmann, b2m, b2m-can, b2-sgd (PA16),
+// b2-sgd-stiefel, frozen.
+const std::vector<std::string>& arm_names();
+
+// Runs (or resumes) a run; returns run.json's content. Throws std::invalid_argument for a bad
+// configuration and DataError for bad data, before anything is written.
+nlohmann::json train(const TrainConfig& config, std::ostream& progress);
+
+}  // namespace stiefel::training

@@ -1,0 +1,79 @@
+#include <stiefel/training/frame_optimizer.h>
+
+namespace stiefel::training {
+
+FrameOptimizer::FrameOptimizer(std::vector<torch::Tensor> params, FrameHyper hyper)
+    : Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
+                std::make_unique<FrameOptimizerOptions>(hyper)) {}
+
+const FrameHyper& FrameOptimizer::hyper() const {
+  return static_cast<const FrameOptimizerOptions&>(param_groups_.front().options()).hyper_;
+}
+
+torch::Tensor FrameOptimizer::step(LossClosure closure) {
+  torch::NoGradGuard guard;
+  torch::Tensor loss;
+  if (closure) {
+    torch::AutoGradMode enable(true);
+    loss = closure();
+  }
+  std::vector<torch::Tensor> tn, sn, cp, gf;
+  for (auto& group : param_groups_) {
+    const FrameHyper& h = static_cast<FrameOptimizerOptions&>(group.options()).hyper_;
+    for (auto& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto it = state_.find(key);
+      if (it == state_.end()) {
+        auto st = std::make_unique<FrameParamState>();
+        st->master = p.detach().to(torch::kFloat64).reshape({-1, p.size(-2), p.size(-1)}).clone();
+        st->frame = make_frame_state(st->master, h);
+        it = state_.emplace(key, std::move(st)).first;
+      }
+      auto& st = static_cast<FrameParamState&>(*it->second);
+      const auto g = p.grad().to(torch::kFloat64).reshape(st.master.sizes());
+      FrameReport r = frame_step(st.master, g, st.frame, h);
+      p.copy_(st.master.reshape(p.sizes()).to(p.dtype()));
+      tn.push_back(r.tangent_norm);
+      sn.push_back(r.step_norm);
+      cp.push_back(r.capped);
+      gf.push_back(r.gauge_fraction);
+    }
+  }
+  if (!tn.empty()) report_ = {torch::cat(tn), torch::cat(sn), torch::cat(cp), torch::cat(gf)};
+  return loss;
+}
+
+void FrameOptimizer::save(torch::serialize::OutputArchive& archive) const {
+  std::int64_t index = 0;
+  for (const auto& group : param_groups_)
+    for (const auto& p : group.params()) {
+      const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto it = state_.find(key);
+      const std::string prefix = "frame" + std::to_string(index++) + "_";
+      if (it == state_.end()) continue;
+      const auto& st = static_cast<const FrameParamState&>(*it->second);
+      archive.write(prefix + "master", st.master);
+      archive.write(prefix + "m", st.frame.m);
+      archive.write(prefix + "v", st.frame.v);
+      archive.write(prefix + "step", torch::tensor(st.frame.step));
+    }
+}
+
+void FrameOptimizer::load(torch::serialize::InputArchive& archive) {
+  std::int64_t index = 0;
+  for (auto& group : param_groups_)
+    for (auto& p : group.params()) {
+      const std::string prefix = "frame" + std::to_string(index++) + "_";
+      auto st = std::make_unique<FrameParamState>();
+      if (!archive.try_read(prefix + "master", st->master)) continue;
+      archive.read(prefix + "m", st->frame.m);
+      archive.read(prefix + "v", st->frame.v);
+      torch::Tensor step;
+      archive.read(prefix + "step", step);
+      st->frame.step = step.item<std::int64_t>();
+      state_[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(st);
+    }
+}
+
+}  // namespace stiefel::training

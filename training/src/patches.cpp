@@ -1,0 +1,78 @@
+#include <stiefel/training/patches.h>
+
+#include <stdexcept>
+
+namespace stiefel::training {
+
+torch::Tensor extract_patches(const ImageSet& images, std::int64_t first, std::int64_t count,
+                              std::int64_t patch) {
+  if (first < 0 || count < 0 || first + count > images.count)
+    throw std::invalid_argument("extract_patches: images [" + std::to_string(first) + ", " +
+                                std::to_string(first + count) + ") out of " + std::to_string(images.count));
+  const std::int64_t c = images.channels, h = images.height, w = images.width;
+  if (h % patch != 0 || w % patch != 0)
+    throw std::invalid_argument("extract_patches: " + std::to_string(h) + "x" + std::to_string(w) +
+                                " images do not split into " + std::to_string(patch) + "-pixel patches");
+  const std::int64_t per_image = c * h * w;
+  auto bytes = torch::from_blob(const_cast<std::uint8_t*>(images.pixels.data()) + first * per_image,
+                                {count, c, h / patch, patch, w / patch, patch}, torch::kUInt8);
+  // [n, c, gy, py, gx, px] → [n, gy, gx, c, py, px] → [n, gy·gx, c·p·p]
+  return bytes.permute({0, 2, 4, 1, 3, 5})
+      .reshape({count, (h / patch) * (w / patch), c * patch * patch})
+      .to(torch::kFloat32)
+      .div_(255.0f);
+}
+
+torch::Tensor contrast_normalise(const torch::Tensor& patches) {
+  const auto mean = patches.mean(-1, true);
+  const auto var = patches.var(-1, /*unbiased=*/false, /*keepdim=*/true);
+  return (patches - mean) / torch::sqrt(var + 10.0 / (255.0 * 255.0));
+}
+
+Whitener Whitener::fit(const torch::Tensor& sample, std::int64_t dim, double eps) {
+  const auto x = sample.to(torch::kFloat64);
+  if (dim > x.size(1))
+    throw std::invalid_argument("whitening to " + std::to_string(dim) + " dimensions from " +
+                                std::to_string(x.size(1)) + " raw ones");
+  Whitener w;
+  w.eps = eps;
+  w.mean = x.mean(0);
+  const auto centred = x - w.mean;
+  const auto cov = centred.t().mm(centred) / double(x.size(0));
+  const auto eig = torch::linalg_eigh(cov);  // ascending eigenvalues
+  const auto lambda = std::get<0>(eig).flip(0).slice(0, 0, dim);
+  const auto vectors = std::get<1>(eig).flip(1).slice(1, 0, dim);
+  w.projection = vectors / torch::sqrt(lambda + eps).unsqueeze(0);
+  return w;
+}
+
+torch::Tensor Whitener::apply(const torch::Tensor& patches) const {
+  return (patches.to(torch::kFloat64) - mean).matmul(projection).to(torch::kFloat32);
+}
+
+PatchData prepare_patch_data(const ImageSet& train, const ImageSet& test, std::int64_t n,
+                             std::int64_t patch, std::int64_t dim, std::int64_t pca_samples,
+                             std::uint64_t seed, std::string dataset) {
+  if (n < 1 || n > train.count)
+    throw std::invalid_argument("--n " + std::to_string(n) + ": the training set has " +
+                                std::to_string(train.count) + " images");
+  PatchData d;
+  d.dataset = std::move(dataset);
+  d.classes = train.classes;
+  const auto train_p = contrast_normalise(extract_patches(train, 0, n, patch));
+  const auto test_p = contrast_normalise(extract_patches(test, 0, test.count, patch));
+  d.raw_dim = train_p.size(2);
+  const auto flat = train_p.reshape({-1, d.raw_dim});
+  d.pca_samples = std::min<std::int64_t>(pca_samples, flat.size(0));
+  auto gen = at::detail::createCPUGenerator(seed);
+  const auto pick = torch::randperm(flat.size(0), gen, torch::kLong).slice(0, 0, d.pca_samples);
+  const Whitener w = Whitener::fit(flat.index_select(0, pick), dim, 0.1);
+  d.dim = dim;
+  d.train_x = w.apply(train_p);
+  d.test_x = w.apply(test_p);
+  d.train_y = torch::tensor(std::vector<std::int64_t>(train.labels.begin(), train.labels.begin() + n));
+  d.test_y = torch::tensor(test.labels);
+  return d;
+}
+
+}  // namespace stiefel::training

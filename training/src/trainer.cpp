@@ -1,0 +1,439 @@
+#include <stiefel/training/trainer.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stiefel/training/datasets.h>
+#include <stiefel/training/frame_optimizer.h>
+#include <stiefel/training/models.h>
+#include <stiefel/training/patches.h>
+#include <stdexcept>
+
+namespace stiefel::training {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kJpegCopyTestSha256 = "04f678140f6c19922ac2cd6173508c3ff0dcb7f932804c755f677b00c33bd949";
+
+struct Arm {
+  std::string name;
+  bool frames_on_manifold;      // orthonormal init, updated by FrameOptimizer
+  bool frame_decay;             // AdamW arms: decay on W_Q, W_K
+  bool soft_penalty;
+  FrameHyper hyper;
+};
+
+Arm make_arm(const TrainConfig& c, double adam_lr, double eps) {
+  Arm a{c.arm, true, false, false, {}};
+  FrameHyper& h = a.hyper;
+  h.lr = c.riemann_lr;
+  h.eps = eps;
+  h.cap_tau = c.tau;
+  if (c.arm == "a2") return {c.arm, false, true, false, {}};
+  if (c.arm == "a2-nwf") return {c.arm, false, false, false, {}};
+  if (c.arm == "soft") return {c.arm, false, true, true, {}};
+  if (c.arm == "b2") return a;
+  if (c.arm == "b2-column") { h.moment = SecondMoment::kPerColumn; return a; }
+  if (c.arm == "b2-grassmann") { h.map = TangentMap::kGrassmann; return a; }
+  if (c.arm == "b2m" || c.arm == "b2m-can") {
+    h.moment = SecondMoment::kElementwise;
+    h.cap_tau.reset();
+    h.lr = c.elementwise_lr > 0 ? c.elementwise_lr : adam_lr;
+    if (c.arm == "b2m-can") h.map = TangentMap::kCanonical;
+    return a;
+  }
+  if (c.arm == "b2-sgd" || c.arm == "b2-sgd-stiefel" || c.arm == "frozen") {
+    h.adaptive = false;
+    h.lr = c.arm == "frozen" ? 0.0 : c.sgd_lr;
+    h.map = c.arm == "b2-sgd-stiefel" ? TangentMap::kStiefel : TangentMap::kGrassmann;
+    return a;
+  }
+  std::string names;
+  for (const auto& n : arm_names()) names += (names.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("--arm " + c.arm + ": unknown arm (one of " + names + ")");
+}
+
+std::string sha256_of(const std::string& path) {
+  std::string out;
+  if (FILE* p = popen(("sha256sum '" + path + "' 2>/dev/null").c_str(), "r")) {
+    char buf[128];
+    if (fgets(buf, sizeof buf, p)) out = std::string(buf).substr(0, 64);
+    pclose(p);
+  }
+  return out;
+}
+
+struct Data {
+  std::string name;
+  torch::Tensor train_x, train_y, test_x, test_y;
+  std::int64_t input_dim = 0, tokens = 0, classes = 0;
+  nlohmann::json record;
+};
+
+Data load_data(const TrainConfig& c) {
+  Data d;
+  if (c.task == "grok") {
+    if (!c.data.empty() && c.data != "modular")
+      throw std::invalid_argument("--data " + c.data + ": the grok task uses modular arithmetic (no data)");
+    const auto m = make_modular_addition(97, 0.4, c.seed);
+    d.name = "modular addition (a + b) mod 97";
+    d.train_x = torch::tensor(m.train_tokens).view({-1, 3});
+    d.train_y = torch::tensor(m.train_labels);
+    d.test_x = torch::tensor(m.test_tokens).view({-1, 3});
+    d.test_y = torch::tensor(m.test_labels);
+    d.input_dim = 98;
+    d.tokens = 3;
+    d.classes = 97;
+    d.record = {{"name", d.name}, {"p", 97}, {"train_fraction", 0.4}, {"train", d.train_y.size(0)},
+                {"test", d.test_y.size(0)}, {"split_seed", c.seed}};
+    return d;
+  }
+  ImageSet train, test;
+  std::int64_t patch = 0, dim = 0;
+  const std::string spec = c.data.empty() ? "fashion-mnist" : c.data;
+  if (spec.rfind("cifar10:", 0) == 0) {
+    const std::string dir = spec.substr(8);
+    train = read_cifar10(cifar10_files(dir, true));
+    test = read_cifar10(cifar10_files(dir, false));
+    d.name = sha256_of(dir + "/test_batch.bin") == kJpegCopyTestSha256 ? "CIFAR-10 (JPEG copy)" : "CIFAR-10";
+    patch = 8;
+    dim = 128;
+  } else if (spec == "fashion-mnist" || spec.rfind("fashion-mnist:", 0) == 0) {
+    const std::string dir = spec == "fashion-mnist" ? "/usr/share/datasets/fashion-mnist" : spec.substr(14);
+    train = read_idx(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz");
+    test = read_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
+    d.name = "Fashion-MNIST";
+    patch = 7;
+    dim = 49;  // 16 patches of 7×7×1: whitened in full (49 dimensions)
+  } else {
+    throw std::invalid_argument("--data " + spec + ": expected cifar10:DIR or fashion-mnist[:DIR]");
+  }
+  const auto p = prepare_patch_data(train, test, c.n, patch, dim, c.pca_samples, c.seed, d.name);
+  d.train_x = p.train_x;
+  d.train_y = p.train_y;
+  d.test_x = p.test_x;
+  d.test_y = p.test_y;
+  d.input_dim = p.dim;
+  d.tokens = p.train_x.size(1);
+  d.classes = p.classes;
+  d.record = {{"name", d.name}, {"source", spec}, {"train", c.n}, {"test", test.count},
+              {"patch", patch}, {"patches_per_image", d.tokens}, {"raw_dim", p.raw_dim},
+              {"whitened_dim", p.dim}, {"pca_samples", p.pca_samples}, {"pca_eps", 0.1},
+              {"contrast_normalisation", "(x - mean) / sqrt(var + 10/255^2)"}};
+  return d;
+}
+
+void write_atomically(const fs::path& path, const std::function<void(const std::string&)>& writer) {
+  const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  writer(tmp);
+  fs::rename(tmp, path);
+}
+
+double schedule_factor(std::int64_t step, std::int64_t warmup, std::int64_t total, bool cosine) {
+  if (warmup > 0 && step < warmup) return double(step + 1) / double(warmup);
+  if (!cosine) return 1.0;
+  const double t = double(step - warmup) / double(std::max<std::int64_t>(1, total - warmup));
+  return 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, t)));
+}
+
+std::vector<torch::Tensor> frame_params(Classifier& model) {
+  std::vector<torch::Tensor> out;
+  for (auto& attn : model->attention_layers()) {
+    out.push_back(attn->wq);
+    out.push_back(attn->wk);
+  }
+  return out;
+}
+
+struct Accuracy {
+  double loss = 0, acc = 0;
+};
+
+Accuracy evaluate(Classifier& model, const torch::Tensor& x, const torch::Tensor& y, torch::Device dev) {
+  torch::NoGradGuard guard;
+  model->eval();
+  double loss = 0;
+  std::int64_t correct = 0;
+  for (std::int64_t i = 0; i < x.size(0); i += 2048) {
+    const auto xb = x.slice(0, i, std::min(x.size(0), i + 2048)).to(dev);
+    const auto yb = y.slice(0, i, std::min(y.size(0), i + 2048)).to(dev);
+    const auto logits = model->forward(xb);
+    loss += torch::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
+    correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
+  }
+  model->train();
+  return {loss / double(x.size(0)), double(correct) / double(x.size(0))};
+}
+
+std::string format_seconds(double s) {
+  std::ostringstream os;
+  const long t = long(std::lround(s));
+  os << t / 3600 << ":" << std::setw(2) << std::setfill('0') << (t / 60) % 60 << ":" << std::setw(2) << t % 60;
+  return os.str();
+}
+
+}  // namespace
+
+const std::vector<std::string>& arm_names() {
+  static const std::vector<std::string> names = {"a2", "a2-nwf", "soft", "b2", "b2-column", "b2-grassmann",
+                                                 "b2m", "b2m-can", "b2-sgd", "b2-sgd-stiefel", "frozen"};
+  return names;
+}
+
+nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
+  TrainConfig c = cin;
+  if (c.task != "image" && c.task != "grok") throw std::invalid_argument("--task " + c.task + ": expected image or grok");
+  if (c.out.empty()) throw std::invalid_argument("--out: an output folder is required");
+  if (c.epochs < 1) throw std::invalid_argument("--epochs must be at least 1");
+  const bool grok = c.task == "grok";
+  if (c.adam_lr < 0) c.adam_lr = 1e-3;
+  if (c.weight_decay < 0) c.weight_decay = grok ? 1.0 : 0.05;
+  if (c.eps < 0) c.eps = grok ? 1e-3 : 1e-8;
+  if (c.eval_every <= 0) c.eval_every = grok ? 100 : 1;
+  const Arm arm = make_arm(c, c.adam_lr, c.eps);
+  torch::Device dev(torch::kCPU);
+  if (c.device == "cuda") {
+    if (!torch::cuda::is_available())
+      throw std::invalid_argument("--device cuda: no CUDA device is available to this LibTorch build");
+    dev = torch::Device(torch::kCUDA);
+  } else if (c.device != "cpu") {
+    throw std::invalid_argument("--device " + c.device + ": expected cpu or cuda");
+  }
+  torch::set_num_threads(int(c.threads));
+
+  const fs::path out(c.out);
+  const fs::path run_path = out / "run.json", ckpt_path = out / "checkpoint.pt";
+  nlohmann::json run;
+  if (c.resume && fs::exists(run_path)) {
+    std::ifstream in(run_path);
+    try {
+      run = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(run_path.string() + ": not a readable run record (" + e.what() + ")");
+    }
+    if (run.value("status", "") == "completed") return run;
+  }
+
+  Data data = load_data(c);  // may throw DataError before anything is written
+  fs::create_directories(out);
+
+  ModelSpec spec;
+  spec.task = c.task;
+  spec.input_dim = data.input_dim;
+  spec.tokens = data.tokens;
+  spec.classes = data.classes;
+  spec.layers = grok ? 2 : c.layers;
+  spec.heads = grok ? 4 : 8;
+  spec.r = grok ? 32 : 16;
+  spec.pooling = c.pooling;
+  spec.positional = grok ? "none" : c.positional;
+  torch::manual_seed(c.seed);
+  Classifier model(spec);
+  auto gen = at::detail::createCPUGenerator(c.seed);
+  init_frames(model, arm.frames_on_manifold, gen);
+  model->to(dev);
+
+  // AdamW on every non-frame parameter, decay on rank ≥ 2 tensors only; W_Q, W_K go to AdamW too
+  // for the Euclidean arms (decayed except for a2-nwf), to FrameOptimizer otherwise.
+  std::vector<torch::Tensor> decay, no_decay, frames;
+  std::set<const void*> frame_set;
+  for (auto& f : frame_params(model)) frame_set.insert(f.unsafeGetTensorImpl());
+  for (auto& p : model->parameters()) {
+    if (frame_set.count(p.unsafeGetTensorImpl())) {
+      if (arm.frames_on_manifold) frames.push_back(p);
+      else (arm.frame_decay ? decay : no_decay).push_back(p);
+    } else {
+      (p.dim() >= 2 ? decay : no_decay).push_back(p);
+    }
+  }
+  const double beta2 = c.power_stabilisation ? 0.98 : 0.999;
+  torch::optim::AdamWOptions adam_options(c.adam_lr);
+  adam_options.betas({0.9, beta2}).eps(1e-8).weight_decay(c.weight_decay);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(adam_options));
+  auto no_decay_options = adam_options;
+  no_decay_options.weight_decay(0.0);
+  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(no_decay_options));
+  torch::optim::AdamW adamw(std::move(groups), adam_options);
+  FrameHyper frame_hyper = arm.hyper;
+  frame_hyper.beta2 = beta2;
+  std::unique_ptr<FrameOptimizer> frame_opt;
+  if (arm.frames_on_manifold) frame_opt = std::make_unique<FrameOptimizer>(frames, frame_hyper);
+
+  const std::int64_t n_train = data.train_x.size(0);
+  const std::int64_t batch = grok ? n_train : std::min(c.batch, n_train);
+  const std::int64_t steps_per_epoch = (n_train + batch - 1) / batch;
+  const std::int64_t total_steps = steps_per_epoch * c.epochs;
+  const std::int64_t warmup = grok ? (c.power_stabilisation ? 10 : 0) : c.warmup_epochs * steps_per_epoch;
+
+  std::int64_t start_epoch = 0;
+  if (c.resume && fs::exists(ckpt_path)) {
+    torch::serialize::InputArchive archive;
+    archive.load_from(ckpt_path.string());
+    torch::serialize::InputArchive model_archive, adam_archive, frame_archive;
+    archive.read("model", model_archive);
+    model->load(model_archive);
+    archive.read("adamw", adam_archive);
+    adamw.load(adam_archive);
+    if (frame_opt) {
+      archive.read("frames", frame_archive);
+      frame_opt->load(frame_archive);
+    }
+    torch::Tensor epoch;
+    archive.read("epoch", epoch);
+    start_epoch = epoch.item<std::int64_t>();
+  }
+  if (start_epoch == 0 || !run.contains("epochs")) {
+    run = nlohmann::json::object();
+    run["epochs"] = nlohmann::json::array();
+  } else {
+    auto& epochs = run["epochs"];
+    while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch) epochs.erase(epochs.size() - 1);
+  }
+  run["status"] = "running";
+  run["config"] = {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"n", c.n}, {"epochs", c.epochs},
+                   {"batch", batch}, {"device", c.device}, {"adam_lr", c.adam_lr},
+                   {"weight_decay", c.weight_decay}, {"adam_betas", {0.9, beta2}},
+                   {"riemann_lr", frame_hyper.lr}, {"eps", c.eps}, {"tau", c.tau},
+                   {"cap", arm.frames_on_manifold && frame_hyper.cap_tau.has_value()},
+                   {"soft_lambda", arm.soft_penalty ? c.soft_lambda : 0.0},
+                   {"schedule", grok ? (c.power_stabilisation ? "10-step warm-up, then constant" : "constant")
+                                     : "linear warm-up over " + std::to_string(c.warmup_epochs) +
+                                           " epochs, then cosine to zero (both rates)"},
+                   {"model", {{"layers", spec.layers}, {"d", spec.d}, {"heads", spec.heads}, {"r", spec.r},
+                              {"ffn", 4 * spec.d}, {"pooling", grok ? "concat readout" : spec.pooling},
+                              {"positional", spec.positional}, {"input_dim", spec.input_dim},
+                              {"tokens", spec.tokens}, {"classes", spec.classes}}},
+                   {"threads", c.threads}};
+  run["dataset"] = data.record;
+  run["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
+                        {"threads", torch::get_num_threads()}};
+
+  const bool tty = !c.quiet && isatty(STDERR_FILENO);
+  const auto run_start = std::chrono::steady_clock::now();
+  auto fparams = frame_params(model);
+  std::int64_t global_step = start_epoch * steps_per_epoch;
+  for (std::int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
+    const auto epoch_start = std::chrono::steady_clock::now();
+    auto shuffle_gen = at::detail::createCPUGenerator(c.seed * 1000003 + std::uint64_t(epoch));
+    const auto order = torch::randperm(n_train, shuffle_gen, torch::kLong);
+    double loss_sum = 0, tangent_sum = 0, step_sum = 0, gauge_sum = 0, capped = 0, frames_seen = 0;
+    std::int64_t correct = 0;
+    for (std::int64_t s = 0; s < steps_per_epoch; ++s, ++global_step) {
+      const double f = schedule_factor(global_step, warmup, total_steps, !grok);
+      for (auto& g : adamw.param_groups()) g.options().set_lr(c.adam_lr * f);
+      if (frame_opt) frame_opt->param_groups().front().options().set_lr(frame_hyper.lr * f);
+      const auto idx = order.slice(0, s * batch, std::min(n_train, (s + 1) * batch));
+      const auto xb = data.train_x.index_select(0, idx).to(dev);
+      const auto yb = data.train_y.index_select(0, idx).to(dev);
+      adamw.zero_grad();
+      if (frame_opt) frame_opt->zero_grad();
+      const auto logits = model->forward(xb);
+      auto loss = torch::cross_entropy_loss(logits, yb);
+      if (arm.soft_penalty)
+        for (auto& w : fparams) {
+          const auto eye = torch::eye(w.size(-1), w.options());
+          loss = loss + c.soft_lambda * (w.transpose(-2, -1).matmul(w) - eye).pow(2).sum();
+        }
+      loss.backward();
+      std::vector<torch::Tensor> before;
+      {
+        torch::NoGradGuard guard;
+        for (auto& w : fparams) {
+          const auto w64 = w.detach().to(torch::kFloat64).reshape({-1, w.size(-2), w.size(-1)});
+          const auto g64 = w.grad().to(torch::kFloat64).reshape(w64.sizes());
+          const auto pg = batched_project_tangent(w64, g64);
+          tangent_sum += pg.pow(2).sum({-2, -1}).sqrt().sum().item<double>();
+          const auto a = w64.transpose(1, 2).bmm(g64);
+          const auto gauge = w64.bmm((a - a.transpose(1, 2)) / 2).pow(2).sum({-2, -1}).sqrt();
+          gauge_sum += (gauge / pg.pow(2).sum({-2, -1}).sqrt().clamp_min(1e-300)).sum().item<double>();
+          frames_seen += double(w64.size(0));
+          before.push_back(w64);
+        }
+      }
+      adamw.step();
+      if (frame_opt) {
+        frame_opt->step();
+        capped += frame_opt->last_report().capped.to(torch::kFloat64).sum().item<double>();
+      }
+      {
+        torch::NoGradGuard guard;
+        for (std::size_t k = 0; k < fparams.size(); ++k)
+          step_sum += (fparams[k].detach().to(torch::kFloat64).reshape(before[k].sizes()) - before[k])
+                          .pow(2).sum({-2, -1}).sqrt().sum().item<double>();
+      }
+      loss_sum += loss.item<double>() * double(idx.size(0));
+      correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
+      if (tty) {
+        const double done = double(global_step + 1 - start_epoch * steps_per_epoch) /
+                            double(total_steps - start_epoch * steps_per_epoch);
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+        const int width = 30, filled = int(done * width);
+        progress << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] epoch "
+                 << epoch + 1 << "/" << c.epochs << " ETA " << format_seconds(elapsed / done - elapsed) << "   "
+                 << std::flush;
+      }
+    }
+    nlohmann::json metrics = {{"epoch", epoch + 1},
+                              {"train_loss", loss_sum / double(n_train)},
+                              {"train_acc", double(correct) / double(n_train)}};
+    const bool last = epoch + 1 == c.epochs;
+    if ((epoch + 1) % c.eval_every == 0 || last) metrics["test_acc"] = evaluate(model, data.test_x, data.test_y, dev).acc;
+    std::vector<double> iso;
+    for (auto& w : fparams) {
+      const auto e = isometry_error(w.detach().reshape({-1, w.size(-2), w.size(-1)}).cpu());
+      for (std::int64_t i = 0; i < e.size(0); ++i) iso.push_back(e[i].item<double>());
+    }
+    metrics["isometry_error"] = iso;
+    metrics["isometry_error_max"] = *std::max_element(iso.begin(), iso.end());
+    const double frame_steps = std::max(1.0, frames_seen);
+    metrics["tangent_grad_norm"] = tangent_sum / frame_steps;
+    metrics["step_norm"] = step_sum / frame_steps;
+    metrics["step_per_gradient"] = tangent_sum > 0 ? step_sum / tangent_sum : 0.0;
+    metrics["cap_active_fraction"] = capped / frame_steps;
+    metrics["gauge_fraction"] = gauge_sum / frame_steps;
+    metrics["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    run["epochs"].push_back(metrics);
+    if (last) {
+      run["status"] = "completed";
+      run["final"] = metrics;
+    }
+    // Checkpoint first, then the record: a run.json never mentions an epoch the checkpoint lacks.
+    write_atomically(ckpt_path, [&](const std::string& tmp) {
+      torch::serialize::OutputArchive archive, model_archive, adam_archive, frame_archive;
+      model->save(model_archive);
+      adamw.save(adam_archive);
+      archive.write("model", model_archive);
+      archive.write("adamw", adam_archive);
+      if (frame_opt) {
+        frame_opt->save(frame_archive);
+        archive.write("frames", frame_archive);
+      }
+      archive.write("epoch", torch::tensor(epoch + 1));
+      archive.write("global_step", torch::tensor(global_step));
+      archive.save_to(tmp);
+    });
+    write_atomically(run_path, [&](const std::string& tmp) { std::ofstream(tmp) << run.dump(2) << "\n"; });
+    if (!c.quiet) {
+      if (tty) progress << "\r";
+      progress << "epoch " << epoch + 1 << "/" << c.epochs << "  loss " << std::setprecision(4)
+               << metrics["train_loss"].get<double>() << "  train " << metrics["train_acc"].get<double>();
+      if (metrics.contains("test_acc")) progress << "  test " << metrics["test_acc"].get<double>();
+      progress << "  iso " << std::setprecision(2) << metrics["isometry_error_max"].get<double>() << "  "
+               << std::setprecision(3) << metrics["seconds"].get<double>() << " s" << std::string(tty ? 20 : 0, ' ')
+               << "\n";
+    }
+  }
+  return run;
+}
+
+}  // namespace stiefel::training
