@@ -17,6 +17,7 @@ void add_certify_command(CLI::App& app, int& exit_code) {
     certificates::RunOptions run;
     std::string precision = "both";
     std::string swap;
+    std::string checkpoint;
     bool list = false;
   };
   auto args = std::make_shared<Args>();
@@ -31,6 +32,9 @@ void add_certify_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--jobs", args->run.jobs, "worker threads (0: one per hardware thread)")
       ->check(CLI::Range(0, 256));
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "check a training checkpoint's frames instead (isometry, tangent first moments)")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--list", args->list, "list the registered claims and their controls, then exit");
   cmd->add_option("--swap-control", args->swap,
                   "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail)")
@@ -42,6 +46,15 @@ void add_certify_command(CLI::App& app, int& exit_code) {
                   << (c.expected == certificates::Expected::kRefuted ? "refuted" : "certified") << "\n";
         for (const auto& ctl : c.controls) std::cout << "    control " << ctl.id << ": " << ctl.description << "\n";
       }
+      return;
+    }
+    if (!args->checkpoint.empty()) {
+#ifdef STIEFEL_WITH_TORCH
+      exit_code = certify_checkpoint(args->checkpoint, args->out);
+#else
+      std::cerr << "stiefel certify: --checkpoint needs a build with LibTorch (STIEFEL_WITH_TORCH)\n";
+      exit_code = 2;
+#endif
       return;
     }
     auto& run = args->run;

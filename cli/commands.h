@@ -8,6 +8,9 @@ namespace stiefel::cli {
 // `stiefel certify`: runs the certificate suite and writes the JSON certificate.
 void add_certify_command(CLI::App& app, int& exit_code);
 
+// `stiefel certify --checkpoint FILE`: frame checks of a trained model (LibTorch builds only).
+int certify_checkpoint(const std::string& path, const std::string& out);
+
 // `stiefel train`: one training run (built with LibTorch only).
 void add_train_command(CLI::App& app, int& exit_code);
 

@@ -45,3 +45,13 @@ set -e
 [ "$rc3" -ne 0 ] && grep -q "data_batch_1.bin: 1000 bytes" "$work/err3"
 [ ! -e "$work/bad2" ] && [ ! -e "$work/bad3" ]
 echo "bad arguments and bad data refused"
+
+# The trained frames pass the checkpoint certificate; a damaged checkpoint is refused.
+"$stiefel" certify --checkpoint "$work/straight/checkpoint.pt" --out "$work/ckpt-cert.json"
+python3 -c "import json; c=json.load(open('$work/ckpt-cert.json')); assert c['summary']['passed'] and c['summary']['checks'] >= 32, c['summary']"
+head -c 5000 "$work/straight/checkpoint.pt" > "$work/broken.pt"
+if "$stiefel" certify --checkpoint "$work/broken.pt" --out "$work/broken.json" 2> "$work/err4"; then
+  echo "a truncated checkpoint was certified"; exit 1
+fi
+grep -q "broken.pt" "$work/err4"
+echo "checkpoint certificate ok"

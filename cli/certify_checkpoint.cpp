@@ -1,0 +1,98 @@
+// `stiefel certify --checkpoint FILE`: checks a trained model's frames with the certificate's
+// residual ratios — every W_Q, W_K frame on St(d,r) (the float64 master copy at the roundoff of
+// float64, the model's copy at the roundoff of its own type) and every stored first moment tangent
+// at its frame (sym(Wᵀm) = 0).
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <stiefel/certificates/runner.h>
+#include <stiefel/properties/residual.h>
+#include <stiefel/scalar.h>
+#include <torch/torch.h>
+
+#include "commands.h"
+
+namespace stiefel::cli {
+namespace {
+
+Matrix<double> to_eigen(const torch::Tensor& t) {
+  const auto c = t.to(torch::kFloat64).contiguous();
+  Matrix<double> m(c.size(0), c.size(1));
+  for (Index i = 0; i < m.rows(); ++i)
+    for (Index j = 0; j < m.cols(); ++j) m(i, j) = c[i][j].item<double>();
+  return m;
+}
+
+}  // namespace
+
+int certify_checkpoint(const std::string& path, const std::string& out) {
+  torch::serialize::InputArchive archive, model, frames;
+  try {
+    archive.load_from(path);
+    archive.read("model", model);
+  } catch (const std::exception& e) {
+    std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << e.what() << ")\n";
+    return 2;
+  }
+  const bool has_frames = archive.try_read("frames", frames);
+  nlohmann::json checks = nlohmann::json::array();
+  int failed = 0;
+  auto record = [&](const std::string& what, const std::string& frame, double ratio, double tol, double value) {
+    const bool ok = ratio <= tol;
+    failed += !ok;
+    checks.push_back({{"check", what}, {"frame", frame}, {"ratio", ratio}, {"tolerance", tol}, {"value", value},
+                      {"status", ok ? "passed" : "failed"}});
+  };
+  const double tol = properties::kRatioThreshold;
+  if (has_frames) {
+    for (int k = 0;; ++k) {
+      torch::Tensor master, m;
+      const std::string p = "frame" + std::to_string(k) + "_";
+      if (!frames.try_read(p + "master", master)) {
+        if (k > 64) break;
+        continue;
+      }
+      frames.read(p + "m", m);
+      for (std::int64_t h = 0; h < master.size(0); ++h) {
+        const std::string name = "param " + std::to_string(k) + " frame " + std::to_string(h);
+        const Matrix<double> w = to_eigen(master[h]), mm = to_eigen(m[h]);
+        const double iso = isometry_error(w);
+        record("isometry (float64 master)", name, properties::residual_ratio<double>(iso, 1.0, double(w.rows())), tol, iso);
+        const double tangency = sym(Matrix<double>(w.transpose() * mm)).norm();
+        const double mnorm = mm.norm();
+        record("first moment tangent", name,
+               mnorm > 0 ? properties::residual_ratio<double>(tangency, mnorm, double(w.rows())) : 0.0, tol,
+               tangency);
+      }
+    }
+  }
+  // The model's own copies (float32 in training), layers.<i>.attn.{wq,wk}: isometry at the
+  // roundoff of their own type.
+  torch::serialize::InputArchive layers;
+  if (has_frames && model.try_read("layers", layers))
+    for (int i = 0;; ++i) {
+      torch::serialize::InputArchive layer, attn;
+      if (!layers.try_read(std::to_string(i), layer) || !layer.try_read("attn", attn)) break;
+      for (const char* which : {"wq", "wk"}) {
+        torch::Tensor w;
+        if (!attn.try_read(which, w)) continue;
+        const double u = w.scalar_type() == torch::kFloat32 ? std::numeric_limits<float>::epsilon() / 2
+                                                             : std::numeric_limits<double>::epsilon() / 2;
+        for (std::int64_t h = 0; h < w.size(0); ++h) {
+          const double iso = isometry_error(to_eigen(w[h]));
+          record("isometry (model copy)", "layer " + std::to_string(i) + " " + which + " head " + std::to_string(h),
+                 iso / (u * double(w.size(1))), tol, iso);
+        }
+      }
+    }
+  if (checks.empty()) {
+    std::cerr << "stiefel certify: " << path << ": no Stiefel frames in this checkpoint (a Euclidean arm?)\n";
+    return 2;
+  }
+  const nlohmann::json cert = {{"checkpoint", path}, {"checks", checks},
+                               {"summary", {{"checks", checks.size()}, {"failed", failed}, {"passed", failed == 0}}}};
+  certificates::write_file_atomically(out, cert.dump(2) + "\n");
+  std::cerr << checks.size() - std::size_t(failed) << " passed, " << failed << " failed\n";
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace stiefel::cli
