@@ -14,4 +14,10 @@ int certify_checkpoint(const std::string& path, const std::string& out);
 // `stiefel train`: one training run (built with LibTorch only).
 void add_train_command(CLI::App& app, int& exit_code);
 
+// `stiefel experiment`: a paper experiment's grid of runs (built with LibTorch only).
+void add_experiment_command(CLI::App& app, int& exit_code);
+
+// `stiefel report`: tables, figures and the claims ledger from experiment results.
+void add_report_command(CLI::App& app, int& exit_code);
+
 }  // namespace stiefel::cli

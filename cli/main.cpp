@@ -7,9 +7,13 @@ int main(int argc, char** argv) {
   CLI::App app{"stiefel: certificates for Stiefel-constrained attention and its Riemannian Adam"};
   app.require_subcommand(1);
   int exit_code = 0;
+#ifdef STIEFEL_WITH_CERTIFICATES
   stiefel::cli::add_certify_command(app, exit_code);
+#endif
+  stiefel::cli::add_report_command(app, exit_code);
 #ifdef STIEFEL_WITH_TORCH
   stiefel::cli::add_train_command(app, exit_code);
+  stiefel::cli::add_experiment_command(app, exit_code);
 #endif
   try {
     app.parse(argc, argv);

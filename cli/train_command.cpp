@@ -33,6 +33,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")->capture_default_str();
   cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->capture_default_str();
   cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
+  cmd->add_option("--init-scale", cfg->init_scale, "scale of the non-frame weight matrices at initialisation")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--layers", cfg->layers, "image encoder layers")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--pooling", cfg->pooling, "mean | cls")->check(CLI::IsMember({"mean", "cls"}))->capture_default_str();
   cmd->add_option("--positional", cfg->positional, "learned | none")

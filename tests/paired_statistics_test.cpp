@@ -62,6 +62,13 @@ TEST(PairedStatistics, ComparisonCountsWinsWithinSeed) {
   EXPECT_LE(c.ci.low, c.mean_difference);
   EXPECT_GE(c.ci.high, c.mean_difference);
   EXPECT_THROW(compare_paired({1, 2}, {1}), std::invalid_argument);
+  // Identical differences: no t statistic, a degenerate CI at the difference, all wins.
+  const auto same = compare_paired({3, 4, 5}, {1, 2, 3}, 1000, 1);
+  EXPECT_EQ(same.sd_difference, 0.0);
+  EXPECT_EQ(same.t.df, 0);
+  EXPECT_EQ(same.ci.low, 2.0);
+  EXPECT_EQ(same.ci.high, 2.0);
+  EXPECT_EQ(same.wins, 3);
 }
 
 }  // namespace

@@ -89,7 +89,9 @@ PairedComparison compare_paired(const std::vector<double>& arm, const std::vecto
   c.mean_difference = mean(d);
   c.sd_difference = standard_deviation(d, 1);
   c.standard_error = c.sd_difference / std::sqrt(double(c.n));
-  c.t = paired_t_test(d);
+  // Identical differences (e.g. bitwise-identical reruns) have no t statistic: t stays 0 with
+  // df 0 and p 1, and callers read sd_difference == 0.
+  if (c.sd_difference > 0) c.t = paired_t_test(d);
   c.ci = bootstrap_mean_ci(d, resamples, seed);
   c.sign_p = sign_test_p(c.wins, c.losses);
   return c;

@@ -240,6 +240,14 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   Classifier model(spec);
   auto gen = at::detail::createCPUGenerator(c.seed);
   init_frames(model, arm.frames_on_manifold, gen);
+  if (c.init_scale <= 0) throw std::invalid_argument("--init-scale must be positive");
+  if (c.init_scale != 1.0) {
+    torch::NoGradGuard guard;
+    std::set<const void*> frames_at_init;
+    for (auto& f : frame_params(model)) frames_at_init.insert(f.unsafeGetTensorImpl());
+    for (auto& p : model->parameters())
+      if (p.dim() >= 2 && !frames_at_init.count(p.unsafeGetTensorImpl())) p.mul_(c.init_scale);
+  }
   model->to(dev);
 
   // AdamW on every non-frame parameter, decay on rank ≥ 2 tensors only; W_Q, W_K go to AdamW too
@@ -299,6 +307,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     auto& epochs = run["epochs"];
     while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch) epochs.erase(epochs.size() - 1);
   }
+  if (start_epoch > 0) run["resumed_at_epochs"].push_back(start_epoch);
   run["status"] = "running";
   run["config"] = {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"n", c.n}, {"epochs", c.epochs},
                    {"batch", batch}, {"device", c.device}, {"adam_lr", c.adam_lr},
@@ -313,6 +322,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                               {"ffn", 4 * spec.d}, {"pooling", grok ? "concat readout" : spec.pooling},
                               {"positional", spec.positional}, {"input_dim", spec.input_dim},
                               {"tokens", spec.tokens}, {"classes", spec.classes}}},
+                   {"init_scale", c.init_scale},
                    {"threads", c.threads}};
   run["dataset"] = data.record;
   run["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
@@ -322,8 +332,12 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   const auto run_start = std::chrono::steady_clock::now();
   auto fparams = frame_params(model);
   std::int64_t global_step = start_epoch * steps_per_epoch;
+  // Records and checkpoints are written at the evaluated epochs only (every epoch for the image
+  // task, every eval_every epochs for grokking), so a 20 000-epoch run writes 200 of each.
+  auto window_start = std::chrono::steady_clock::now();
+  std::int64_t window_epochs = 0;
   for (std::int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
-    const auto epoch_start = std::chrono::steady_clock::now();
+    ++window_epochs;
     auto shuffle_gen = at::detail::createCPUGenerator(c.seed * 1000003 + std::uint64_t(epoch));
     const auto order = torch::randperm(n_train, shuffle_gen, torch::kLong);
     double loss_sum = 0, tangent_sum = 0, step_sum = 0, gauge_sum = 0, capped = 0, frames_seen = 0;
@@ -387,7 +401,8 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                               {"train_loss", loss_sum / double(n_train)},
                               {"train_acc", double(correct) / double(n_train)}};
     const bool last = epoch + 1 == c.epochs;
-    if ((epoch + 1) % c.eval_every == 0 || last) metrics["test_acc"] = evaluate(model, data.test_x, data.test_y, dev).acc;
+    if ((epoch + 1) % c.eval_every != 0 && !last) continue;
+    metrics["test_acc"] = evaluate(model, data.test_x, data.test_y, dev).acc;
     std::vector<double> iso;
     for (auto& w : fparams) {
       const auto e = isometry_error(w.detach().reshape({-1, w.size(-2), w.size(-1)}).cpu());
@@ -401,7 +416,10 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     metrics["step_per_gradient"] = tangent_sum > 0 ? step_sum / tangent_sum : 0.0;
     metrics["cap_active_fraction"] = capped / frame_steps;
     metrics["gauge_fraction"] = gauge_sum / frame_steps;
-    metrics["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
+    metrics["seconds"] = window / double(window_epochs);  // wall seconds per epoch since the last record
+    window_start = std::chrono::steady_clock::now();
+    window_epochs = 0;
     run["epochs"].push_back(metrics);
     if (last) {
       run["status"] = "completed";

@@ -1,0 +1,91 @@
+// `stiefel report RESULTS... --out DIR`: per results folder, the table as Markdown and JSON with the
+// paper's values and the figures; then the claims ledger DIR/CLAIMS.md and DIR/claims.json from every
+// table given and the certificate.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <stiefel/reports/experiment.h>
+#include <stiefel/reports/ledger.h>
+#include <stiefel/reports/plots.h>
+#include <stiefel/reports/tables.h>
+
+#include "commands.h"
+
+namespace stiefel::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Options {
+  std::vector<std::string> results;
+  std::string out, claims = std::string(STIEFEL_EXPERIMENTS_DIR) + "/claims.json", certificate;
+  std::string definitions = STIEFEL_EXPERIMENTS_DIR;
+  int resamples = 20000;
+  std::uint64_t seed = 0;
+  bool no_plots = false;
+};
+
+int run_report(const Options& o) {
+  const json claims = reports::read_json_file(o.claims);
+  json certificate = nullptr;
+  if (!o.certificate.empty()) certificate = reports::read_json_file(o.certificate);
+  std::vector<json> tables;
+  for (const auto& dir : o.results) {
+    if (!fs::is_directory(dir)) throw reports::ExperimentError(dir + ": not a results folder");
+    auto t = reports::analyse_results(dir, o.resamples, o.seed, o.definitions);
+    const std::string stem = t["experiment"].get<std::string>() + "-" + t["profile"].get<std::string>();
+    t["results"] = dir;
+    if (!o.no_plots) {
+      json files = json::array();
+      for (const auto& f : reports::draw_plots(t, o.out, stem)) files.push_back(fs::path(f).filename().string());
+      t["figures"] = files;
+    }
+    std::string md = reports::table_markdown(t);
+    for (const auto& f : t.value("figures", json::array()))
+      md += "\n![" + f.get<std::string>() + "](" + f.get<std::string>() + ")\n";
+    reports::write_text_atomically((fs::path(o.out) / (stem + ".md")).string(), md);
+    reports::write_text_atomically((fs::path(o.out) / (stem + ".json")).string(), t.dump(2) + "\n");
+    std::cerr << "report: " << (fs::path(o.out) / (stem + ".md")).string() << " (" << t["runs_completed"].get<int>()
+              << "/" << t["runs_planned"].get<int>() << " runs)\n";
+    tables.push_back(std::move(t));
+  }
+  const auto ledger = reports::build_ledger(claims, tables, certificate);
+  reports::write_text_atomically((fs::path(o.out) / "CLAIMS.md").string(), reports::ledger_markdown(ledger));
+  reports::write_text_atomically((fs::path(o.out) / "claims.json").string(), ledger.dump(2) + "\n");
+  const auto& s = ledger["summary"];
+  std::cerr << "ledger: " << (fs::path(o.out) / "CLAIMS.md").string() << " — " << s["claims"].get<int>()
+            << " claims: " << s["confirmed"].get<int>() << " confirmed, " << s["not_confirmed"].get<int>()
+            << " not confirmed, " << s["refuted"].get<int>() << " refuted, " << s["not_run"].get<int>()
+            << " not run\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("report", "Tables (Markdown + JSON, the paper's values beside ours), figures and "
+                                           "the claims ledger from experiment results");
+  auto o = std::make_shared<Options>();
+  cmd->add_option("results", o->results, "results folders written by `stiefel experiment`");
+  cmd->add_option("--out", o->out, "report folder")->required();
+  cmd->add_option("--claims", o->claims, "the claims file")->capture_default_str();
+  cmd->add_option("--definitions", o->definitions, "folder of the current experiment definitions")->capture_default_str();
+  cmd->add_option("--certificate", o->certificate, "the JSON certificate of `stiefel certify`, for theory claims");
+  cmd->add_option("--resamples", o->resamples, "bootstrap resamples")->check(CLI::Range(100, 10000000))->capture_default_str();
+  cmd->add_option("--bootstrap-seed", o->seed, "bootstrap seed")->capture_default_str();
+  cmd->add_flag("--no-plots", o->no_plots, "skip the gnuplot figures");
+  cmd->callback([o, &exit_code] {
+    try {
+      exit_code = run_report(*o);
+    } catch (const reports::ExperimentError& e) {
+      std::cerr << "stiefel report: " << e.what() << "\n";
+      exit_code = 2;
+    } catch (const std::exception& e) {
+      std::cerr << "stiefel report: " << e.what() << "\n";
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace stiefel::cli

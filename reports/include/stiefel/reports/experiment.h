@@ -1,0 +1,50 @@
+// Experiment definitions (experiments/*.json) and their grids: a definition names the task, the
+// arms (each a set of `stiefel train` options), optional groups (a swept setting such as n), the
+// seeds, and per-profile reductions (paper | cpu | smoke). A grid is groups × arms × seeds; each
+// cell is one run with a stable id "GROUP/ARM/seed-S" that names its folder under OUT/runs/.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace stiefel::reports {
+
+// A malformed definition, results folder or run record; the message names the file and the field.
+struct ExperimentError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct RunSpec {
+  std::string id;                  // "main/b2/seed-3"
+  std::string group, arm;
+  std::uint64_t seed = 0;
+  nlohmann::json train;            // `stiefel train` options: {"task": "image", "n": 10000, ...}
+};
+
+struct ResolvedExperiment {
+  std::string name, profile, source;  // source: the definition file
+  nlohmann::json definition;          // the file as read
+  nlohmann::json profile_spec;        // definition["profiles"][profile] (may be empty)
+  std::vector<std::string> groups, arms;
+  std::vector<std::uint64_t> seeds;
+  std::vector<RunSpec> runs;          // group-major, then arm, then seed
+};
+
+// Reads and checks a definition file; throws ExperimentError naming the file and field.
+nlohmann::json load_definition(const std::string& path);
+
+// The grid of one profile. Throws ExperimentError for an unknown profile or a bad override.
+ResolvedExperiment resolve(const nlohmann::json& definition, const std::string& profile, const std::string& source);
+
+// The command-line arguments of `stiefel train` for one run (without --out/--resume).
+std::vector<std::string> train_arguments(const RunSpec& run);
+
+// Reads a JSON file; throws ExperimentError("PATH: ...") when it is missing or malformed.
+nlohmann::json read_json_file(const std::string& path);
+// Writes PATH.tmp.PID and renames it over PATH: a reader never sees half a file.
+void write_text_atomically(const std::string& path, const std::string& content);
+
+}  // namespace stiefel::reports

@@ -1,0 +1,218 @@
+#include <stiefel/reports/experiment.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace stiefel::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The options `stiefel train` accepts, with their JSON types; anything else in a definition is a typo.
+const std::set<std::string>& train_keys() {
+  static const std::set<std::string> keys = {
+      "task", "arm", "data", "n", "epochs", "batch", "adam_lr", "weight_decay", "riemann_lr", "eps", "tau",
+      "sgd_lr", "elementwise_lr", "soft_lambda", "warmup_epochs", "power_stabilisation", "layers", "pooling",
+      "positional", "pca_samples", "eval_every", "init_scale"};
+  return keys;
+}
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) { throw ExperimentError(source + ": " + what); }
+
+void check_train_object(const json& t, const std::string& source, const std::string& where) {
+  if (!t.is_object()) fail(source, where + " must be an object of `stiefel train` options");
+  for (const auto& [k, v] : t.items()) {
+    if (!train_keys().count(k)) fail(source, where + "." + k + ": not a `stiefel train` option");
+    if (!(v.is_number() || v.is_string() || v.is_boolean()))
+      fail(source, where + "." + k + ": expected a number, string or boolean");
+  }
+}
+
+void merge(json& into, const json& from) {
+  for (const auto& [k, v] : from.items()) into[k] = v;
+}
+
+std::vector<json> id_list(const json& d, const char* key, const std::string& source, bool required) {
+  std::vector<json> out;
+  if (!d.contains(key)) {
+    if (required) fail(source, std::string("missing \"") + key + "\"");
+    return out;
+  }
+  if (!d[key].is_array() || d[key].empty()) fail(source, std::string("\"") + key + "\" must be a non-empty array");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < d[key].size(); ++i) {
+    const auto& e = d[key][i];
+    const std::string where = std::string(key) + "[" + std::to_string(i) + "]";
+    if (!e.is_object() || !e.contains("id") || !e["id"].is_string()) fail(source, where + ": needs a string \"id\"");
+    const auto id = e["id"].get<std::string>();
+    if (id.empty() || id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos)
+      fail(source, where + ".id \"" + id + "\": use lower-case letters, digits, '-' and '.'");
+    if (!seen.insert(id).second) fail(source, where + ".id \"" + id + "\" is repeated");
+    if (e.contains("train")) check_train_object(e["train"], source, where + ".train");
+    out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ExperimentError(path + ": cannot be read (missing or not a file)");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw ExperimentError(path + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+void write_text_atomically(const std::string& path, const std::string& content) {
+  const fs::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) throw ExperimentError(path + ": cannot create its folder (" + ec.message() + ")");
+  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw ExperimentError(path + ": cannot write " + tmp.string());
+    out << content;
+    out.flush();
+    if (!out) throw ExperimentError(path + ": write failed");
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw ExperimentError(path + ": cannot rename the temporary file into place (" + ec.message() + ")");
+  }
+}
+
+json load_definition(const std::string& path) {
+  json d = read_json_file(path);
+  if (!d.is_object()) fail(path, "a definition is a JSON object");
+  for (const char* key : {"name", "title", "task", "analysis"})
+    if (!d.contains(key) || !d[key].is_string()) fail(path, std::string("missing string \"") + key + "\"");
+  const auto task = d["task"].get<std::string>();
+  if (task != "image" && task != "grok") fail(path, "\"task\" must be image or grok");
+  const auto analysis = d["analysis"].get<std::string>();
+  if (analysis != "paired" && analysis != "grok") fail(path, "\"analysis\" must be paired or grok");
+  if (!d.contains("seeds") || !d["seeds"].is_number_unsigned() || d["seeds"].get<int>() < 1)
+    fail(path, "\"seeds\" must be a positive integer");
+  if (d.contains("train")) check_train_object(d["train"], path, "train");
+  const auto arms = id_list(d, "arms", path, true);
+  id_list(d, "groups", path, false);
+  if (d.contains("baseline")) {
+    bool found = false;
+    for (const auto& a : arms) found = found || a["id"] == d["baseline"];
+    if (!found) fail(path, "\"baseline\" names no arm");
+  }
+  if (!d.contains("profiles") || !d["profiles"].is_object()) fail(path, "missing object \"profiles\"");
+  for (const char* p : {"paper", "cpu", "smoke"})
+    if (!d["profiles"].contains(p)) fail(path, std::string("profiles: missing \"") + p + "\"");
+  for (const auto& [p, spec] : d["profiles"].items()) {
+    if (!spec.is_object()) fail(path, "profiles." + p + " must be an object");
+    if (spec.contains("train")) check_train_object(spec["train"], path, "profiles." + p + ".train");
+    if (spec.contains("seeds") && (!spec["seeds"].is_number_unsigned() || spec["seeds"].get<int>() < 1))
+      fail(path, "profiles." + p + ".seeds must be a positive integer");
+    if (p != "paper" && p != "smoke" && (!spec.contains("reductions") || !spec["reductions"].is_string()))
+      fail(path, "profiles." + p + ": say what is reduced in \"reductions\"");
+    if (spec.contains("groups")) id_list(spec, "groups", path + " profiles." + p, true);
+    if (spec.contains("arms")) {
+      if (!spec["arms"].is_array()) fail(path, "profiles." + p + ".arms must be an array of arm ids");
+      for (const auto& a : spec["arms"]) {
+        bool found = false;
+        for (const auto& arm : arms) found = found || arm["id"] == a;
+        if (!found) fail(path, "profiles." + p + ".arms: " + a.dump() + " names no arm");
+      }
+    }
+  }
+  // A reduced profile never drops below six paired seeds (single-seed pilots stay single-seed).
+  const int paper_seeds = d["profiles"]["paper"].value("seeds", d["seeds"].get<int>());
+  const int cpu_seeds = d["profiles"]["cpu"].value("seeds", d["seeds"].get<int>());
+  if (paper_seeds > 1 && cpu_seeds < 6)
+    fail(path, "profiles.cpu.seeds " + std::to_string(cpu_seeds) + ": a cpu profile keeps at least 6 paired seeds");
+  return d;
+}
+
+ResolvedExperiment resolve(const json& d, const std::string& profile, const std::string& source) {
+  if (!d["profiles"].contains(profile)) {
+    std::string known;
+    for (const auto& [p, _] : d["profiles"].items()) known += (known.empty() ? "" : ", ") + p;
+    throw ExperimentError("--profile " + profile + ": " + d["name"].get<std::string>() + " has profiles " + known);
+  }
+  ResolvedExperiment r;
+  r.name = d["name"];
+  r.profile = profile;
+  r.source = source;
+  r.definition = d;
+  r.profile_spec = d["profiles"][profile];
+  const auto& ps = r.profile_spec;
+
+  json groups = ps.contains("groups") ? ps["groups"] : d.value("groups", json::array({{{"id", "main"}}}));
+  std::vector<json> arms;
+  for (const auto& a : d["arms"]) {
+    bool keep = !ps.contains("arms");
+    if (!keep)
+      for (const auto& id : ps["arms"]) keep = keep || id == a["id"];
+    if (keep) arms.push_back(a);
+  }
+  const int seeds = ps.value("seeds", d["seeds"].get<int>());
+  const std::uint64_t first_seed = d.value("first_seed", 0);
+  for (int s = 0; s < seeds; ++s) r.seeds.push_back(first_seed + std::uint64_t(s));
+  for (const auto& g : groups) r.groups.push_back(g["id"]);
+  for (const auto& a : arms) r.arms.push_back(a["id"]);
+
+  for (const auto& g : groups) {
+    for (const auto& a : arms) {
+      const std::size_t arm_seeds = a.value("seeds", r.seeds.size());
+      for (std::size_t si = 0; si < std::min(arm_seeds, r.seeds.size()); ++si) {
+        const auto seed = r.seeds[si];
+        RunSpec run;
+        run.group = g["id"];
+        run.arm = a["id"];
+        run.seed = seed;
+        run.id = run.group + "/" + run.arm + "/seed-" + std::to_string(seed);
+        // Later layers win: definition, group, arm, then the profile's reductions.
+        json t = {{"task", d["task"]}};
+        merge(t, d.value("train", json::object()));
+        merge(t, g.value("train", json::object()));
+        merge(t, a.value("train", json::object()));
+        merge(t, ps.value("train", json::object()));
+        if (ps.contains("group_train") && ps["group_train"].contains(run.group))
+          merge(t, ps["group_train"][run.group]);
+        if (!t.contains("arm")) fail(source, "arm " + run.arm + " sets no \"arm\" (the W_Q, W_K rule)");
+        t["seed"] = seed;
+        run.train = t;
+        r.runs.push_back(std::move(run));
+      }
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> train_arguments(const RunSpec& run) {
+  std::vector<std::string> args = {"train"};
+  for (const auto& [k, v] : run.train.items()) {
+    std::string flag = "--" + k;
+    for (auto& ch : flag)
+      if (ch == '_') ch = '-';
+    if (v.is_boolean()) {
+      if (v.get<bool>()) args.push_back(flag);
+      continue;
+    }
+    args.push_back(flag);
+    if (v.is_string()) {
+      args.push_back(v.get<std::string>());
+    } else {
+      args.push_back(v.dump());  // the shortest text that reads back to the same double
+    }
+  }
+  return args;
+}
+
+}  // namespace stiefel::reports

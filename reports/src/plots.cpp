@@ -1,0 +1,152 @@
+#include <stiefel/reports/plots.h>
+
+#include <stiefel/reports/experiment.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace stiefel::reports {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string quoted(const std::string& s) {
+  std::string q = "\"";
+  for (char c : s) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return q + "\"";
+}
+
+struct Plot {
+  std::string script;
+  fs::path data_dir;
+};
+
+void run_gnuplot(const fs::path& script) {
+  const std::string cmd = "gnuplot " + quoted(script.string()) + " 2>" + quoted(script.string() + ".err");
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream err(script.string() + ".err");
+    std::stringstream ss;
+    ss << err.rdbuf();
+    throw ExperimentError("gnuplot failed on " + script.string() + " (is gnuplot-nox installed?): " + ss.str());
+  }
+}
+
+std::string header(const std::string& svg, const std::string& title, const std::string& xlabel,
+                   const std::string& ylabel) {
+  return "set terminal svg size 900,560 dynamic enhanced font 'sans,12'\nset output " + quoted(svg) +
+         "\nset title " + quoted(title) + " noenhanced\nset xlabel " + quoted(xlabel) + "\nset ylabel " +
+         quoted(ylabel) + "\nset key outside right top noenhanced\nset grid\n";
+}
+
+}  // namespace
+
+std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, const std::string& stem) {
+  std::vector<std::string> written;
+  if (!t.contains("plots") || t["plots"].empty()) return written;
+  fs::create_directories(out_dir);
+  const fs::path work = fs::temp_directory_path() / ("stiefel-plot-" + std::to_string(::getpid()));
+  fs::create_directories(work);
+  const std::string subtitle = t["title"].get<std::string>() + " [" + t["profile"].get<std::string>() + "]";
+  for (const auto& kind_j : t["plots"]) {
+    const std::string kind = kind_j;
+    const fs::path svg = fs::path(out_dir) / (stem + "-" + kind + ".svg");
+    const fs::path tmp_svg = fs::path(out_dir) / (stem + "-" + kind + ".svg.tmp." + std::to_string(::getpid()));
+    std::ostringstream gp;
+    std::vector<std::string> series;
+    int file = 0;
+    if (kind == "isometry" || kind == "grok") {
+      gp << header(tmp_svg.string(), subtitle, "epoch",
+                   kind == "isometry" ? "isometry error max_h |W^T W - I|_max (mean over seeds)" : "accuracy");
+      if (kind == "isometry") gp << "set logscale y\nset format y '10^{%L}'\n";
+      else gp << "set yrange [0:1.02]\n";
+      for (const auto& g : t["groups"])
+        for (const auto& a : g["arms"]) {
+          if (!a.contains("curve")) continue;
+          const auto& c = a["curve"];
+          const fs::path dat = work / ("s" + std::to_string(file++) + ".dat");
+          std::ofstream out(dat);
+          for (std::size_t i = 0; i < c["epoch"].size(); ++i) {
+            out << c["epoch"][i].get<double>() << " " << c["train_acc"][i].get<double>() << " ";
+            out << (c["test_acc"][i].is_null() ? std::string("NaN") : std::to_string(c["test_acc"][i].get<double>()));
+            out << " " << std::max(1e-300, c["isometry_error_max"][i].get<double>()) << "\n";
+          }
+          const std::string label = (t["groups"].size() > 1 ? g["label"].get<std::string>() + " " : "") +
+                                    a.value("label", a["id"].get<std::string>());
+          if (kind == "isometry") {
+            series.push_back(quoted(dat.string()) + " using 1:4 with lines lw 2 title " + quoted(label));
+          } else {
+            series.push_back(quoted(dat.string()) + " using 1:3 with lines lw 2 title " + quoted(label + " held-out"));
+            series.push_back(quoted(dat.string()) + " using 1:2 with lines dt 2 title " + quoted(label + " train"));
+          }
+        }
+    } else if (kind == "gap_vs_n" || kind == "eps") {
+      const bool gap = kind == "gap_vs_n";
+      gp << header(tmp_svg.string(), subtitle, gap ? "training images n" : "epsilon",
+                   gap ? "paired gap vs baseline (pp), 95% bootstrap CI" : "final test accuracy (%), mean +- sd");
+      gp << "set logscale x\n";
+      const fs::path dat = work / ("s" + std::to_string(file++) + ".dat");
+      std::ofstream out(dat);
+      for (const auto& g : t["groups"])
+        for (const auto& a : g["arms"]) {
+          if (gap) {
+            if (!a.contains("vs_baseline") || !a["vs_baseline"].contains("ci_low") || !g.contains("x")) continue;
+            const auto& c = a["vs_baseline"];
+            out << g["x"].get<double>() << " " << c["diff_mean"].get<double>() << " " << c["ci_low"].get<double>()
+                << " " << c["ci_high"].get<double>() << "\n";
+          }
+        }
+      if (!gap)
+        for (const auto& g : t["groups"])
+          for (const auto& a : g["arms"])
+            if (a.contains("acc_mean") && a.contains("x"))
+              out << a["x"].get<double>() << " " << a["acc_mean"].get<double>() << " "
+                  << a.value("acc_sd", 0.0) << "\n";
+      out.close();
+      if (gap) {
+        gp << "set xzeroaxis lt -1\n";
+        series.push_back(quoted(dat.string()) + " using 1:2:3:4 with yerrorlines lw 2 title 'ours'");
+      } else {
+        series.push_back(quoted(dat.string()) + " using 1:2:3 with yerrorlines lw 2 title 'ours'");
+      }
+      // The paper's values, where the definition gives them per group or arm.
+      const fs::path pdat = work / ("s" + std::to_string(file++) + ".dat");
+      std::ofstream pout(pdat);
+      int paper_points = 0;
+      for (const auto& g : t["groups"])
+        for (const auto& a : g["arms"]) {
+          if (!a.contains("paper")) continue;
+          if (gap && g.contains("x") && a["paper"].contains("diff")) {
+            pout << g["x"].get<double>() << " " << a["paper"]["diff"].get<double>() << "\n";
+            ++paper_points;
+          }
+          if (!gap && a.contains("x") && a["paper"].contains("acc")) {
+            pout << a["x"].get<double>() << " " << a["paper"]["acc"].get<double>() << "\n";
+            ++paper_points;
+          }
+        }
+      pout.close();
+      if (paper_points) series.push_back(quoted(pdat.string()) + " using 1:2 with linespoints dt 2 title 'paper'");
+    } else {
+      throw ExperimentError("plot kind \"" + kind + "\": expected isometry, grok, gap_vs_n or eps");
+    }
+    if (series.empty()) continue;
+    gp << "plot ";
+    for (std::size_t i = 0; i < series.size(); ++i) gp << (i ? ", \\\n     " : "") << series[i];
+    gp << "\n";
+    const fs::path script = work / (kind + ".gp");
+    std::ofstream(script) << gp.str();
+    run_gnuplot(script);
+    fs::rename(tmp_svg, svg);
+    written.push_back(svg.string());
+  }
+  fs::remove_all(work);
+  return written;
+}
+
+}  // namespace stiefel::reports

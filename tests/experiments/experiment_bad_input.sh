@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Bad experiment and report input: a clear error naming the argument or file, exit 2, nothing written.
+set -uo pipefail
+stiefel=$1 work=$2
+rm -rf "$work"; mkdir -p "$work"
+expect() {  # expect CODE PATTERN -- command...
+  local code=$1 pattern=$2; shift 3
+  local out; out=$("$@" 2>&1); local rc=$?
+  if [ "$rc" -ne "$code" ] || ! grep -q -- "$pattern" <<<"$out"; then
+    echo "FAIL: $* -> rc $rc, output: $out"; exit 1
+  fi
+}
+expect 2 "no-such.json: cannot be read" -- "$stiefel" experiment no-such --profile smoke --out "$work/a"
+expect 2 "\-\-profile gpu" -- "$stiefel" experiment table6 --profile gpu --out "$work/a"
+expect 2 "\-\-shard 3/2" -- "$stiefel" experiment table6 --profile smoke --shard 3/2 --out "$work/a"
+expect 2 "\-\-shard x" -- "$stiefel" experiment table6 --profile smoke --shard x --out "$work/a"
+[ ! -e "$work/a" ] || { echo "FAIL: a refused command wrote $work/a"; exit 1; }
+printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 2,\n "arms": [{"id": "a", "train": {"arm": "a2", "lr": 1}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/typo.json"
+expect 2 "typo.json: arms\[0\].train.lr: not a \`stiefel train\` option" -- "$stiefel" experiment "$work/typo.json" --out "$work/b"
+printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 12,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 3}, "smoke": {}}}' > "$work/few.json"
+expect 2 "at least 6 paired seeds" -- "$stiefel" experiment "$work/few.json" --out "$work/b"
+printf '{"name": ' > "$work/broken.json"
+expect 2 "broken.json: not valid JSON" -- "$stiefel" experiment "$work/broken.json" --out "$work/b"
+[ ! -e "$work/b" ] || { echo "FAIL: a refused definition wrote $work/b"; exit 1; }
+# A results folder holding another grid is refused, not mixed.
+mkdir -p "$work/c"
+printf '{"experiment": "table6", "profile": "smoke", "grid": [], "data": ""}' > "$work/c/experiment.json"
+expect 2 "holds a different grid" -- "$stiefel" experiment table6 --profile smoke --out "$work/c"
+expect 2 "not-a-folder: not a results folder" -- "$stiefel" report "$work/not-a-folder" --out "$work/r"
+expect 2 "experiment.json: not written by" -- "$stiefel" report "$work/c" --out "$work/r"
+expect 2 "claims.json: cannot be read" -- "$stiefel" report --out "$work/r" --claims "$work/claims.json"
+[ ! -e "$work/r" ] || { echo "FAIL: a refused report wrote $work/r"; exit 1; }
+echo "bad input refused"
