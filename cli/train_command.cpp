@@ -33,6 +33,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")->capture_default_str();
   cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->capture_default_str();
   cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
+  cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)");
   cmd->add_option("--init-scale", cfg->init_scale, "scale of the non-frame weight matrices at initialisation")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -122,10 +122,14 @@ Data load_data(const TrainConfig& c) {
   d.train_y = p.train_y;
   d.test_x = p.test_x;
   d.test_y = p.test_y;
+  if (c.test_n > 0 && c.test_n < d.test_y.size(0)) {  // the first test_n test images (smoke runs)
+    d.test_x = d.test_x.slice(0, 0, c.test_n);
+    d.test_y = d.test_y.slice(0, 0, c.test_n);
+  }
   d.input_dim = p.dim;
   d.tokens = p.train_x.size(1);
   d.classes = p.classes;
-  d.record = {{"name", d.name}, {"source", spec}, {"train", c.n}, {"test", test.count},
+  d.record = {{"name", d.name}, {"source", spec}, {"train", c.n}, {"test", d.test_y.size(0)},
               {"patch", patch}, {"patches_per_image", d.tokens}, {"raw_dim", p.raw_dim},
               {"whitened_dim", p.dim}, {"pca_samples", p.pca_samples}, {"pca_eps", 0.1},
               {"contrast_normalisation", "(x - mean) / sqrt(var + 10/255^2)"}};
@@ -323,6 +327,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                               {"positional", spec.positional}, {"input_dim", spec.input_dim},
                               {"tokens", spec.tokens}, {"classes", spec.classes}}},
                    {"init_scale", c.init_scale},
+                   {"test_n", data.test_y.size(0)},
                    {"threads", c.threads}};
   run["dataset"] = data.record;
   run["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
