@@ -2,8 +2,32 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+#include <stdexcept>
+#include <stiefel/reports/experiment.h>
 
 namespace stiefel::cli {
+
+// Runs a command body and maps its errors to exit codes: bad arguments or definitions
+// (std::invalid_argument, reports::ExperimentError) give 2, anything else 1; the message is
+// printed as "stiefel NAME: what".
+template <class Body>
+void run_command(const char* name, int& exit_code, Body&& body) {
+  auto fail = [&](const std::exception& e, int code) {
+    std::cerr << "stiefel " << name << ": " << e.what() << "\n";
+    exit_code = code;
+  };
+  try {
+    exit_code = body();
+  } catch (const std::invalid_argument& e) {
+    fail(e, 2);
+  } catch (const reports::ExperimentError& e) {
+    fail(e, 2);
+  } catch (const std::exception& e) {
+    fail(e, 1);
+  }
+}
 
 // `stiefel certify`: runs the certificate suite and writes the JSON certificate.
 void add_certify_command(CLI::App& app, int& exit_code);

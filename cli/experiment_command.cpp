@@ -225,7 +225,7 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--definitions", o->definitions, "folder of experiment definitions")->capture_default_str();
   cmd->add_flag("--list", o->list, "list the experiments and their grid sizes");
   cmd->callback([o, &exit_code] {
-    try {
+    run_command("experiment", exit_code, [&] {
       if (o->list) {
         std::vector<fs::path> files;
         for (const auto& e : fs::directory_iterator(o->definitions))
@@ -238,22 +238,12 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
             std::cout << " " << p << " " << std::setw(5) << reports::resolve(d, p, f.string()).runs.size();
           std::cout << " " << d["title"].get<std::string>() << "\n";
         }
-        exit_code = 0;
-        return;
+        return 0;
       }
       if (o->name.empty()) throw std::invalid_argument("name: give an experiment (see --list)");
       if (o->out.empty()) throw std::invalid_argument("--out: a results folder is required");
-      exit_code = run_experiment(*o);
-    } catch (const reports::ExperimentError& e) {
-      std::cerr << "stiefel experiment: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "stiefel experiment: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "stiefel experiment: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return run_experiment(*o);
+    });
   });
 }
 

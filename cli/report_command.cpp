@@ -75,17 +75,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--resamples", o->resamples, "bootstrap resamples")->check(CLI::Range(100, 10000000))->capture_default_str();
   cmd->add_option("--bootstrap-seed", o->seed, "bootstrap seed")->capture_default_str();
   cmd->add_flag("--no-plots", o->no_plots, "skip the gnuplot figures");
-  cmd->callback([o, &exit_code] {
-    try {
-      exit_code = run_report(*o);
-    } catch (const reports::ExperimentError& e) {
-      std::cerr << "stiefel report: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "stiefel report: " << e.what() << "\n";
-      exit_code = 1;
-    }
-  });
+  cmd->callback([o, &exit_code] { run_command("report", exit_code, [&] { return run_report(*o); }); });
 }
 
 }  // namespace stiefel::cli

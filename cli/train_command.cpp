@@ -47,23 +47,14 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations (default: image 1, grok 100)");
   cmd->add_flag("--quiet", cfg->quiet, "no progress output");
   cmd->callback([cfg, &exit_code] {
-    try {
-      const auto run = training::train(*cfg, std::cerr);
+    run_command("train", exit_code, [&] {
+      const auto run = training::train(*cfg, std::cerr);  // DataError (bad data) exits 1
       const auto& f = run["final"];
       std::cerr << "run " << run.value("status", "") << ": " << cfg->out << "/run.json";
       if (f.contains("test_acc")) std::cerr << "  test accuracy " << f["test_acc"].get<double>();
       std::cerr << "\n";
-      exit_code = 0;
-    } catch (const training::DataError& e) {
-      std::cerr << "stiefel train: " << e.what() << "\n";
-      exit_code = 1;
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "stiefel train: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "stiefel train: " << e.what() << "\n";
-      exit_code = 1;
-    }
+      return 0;
+    });
   });
 }
 

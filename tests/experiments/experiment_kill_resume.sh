@@ -60,7 +60,7 @@ total=$(ls "$out"/runs/*/*/*/run.json | wc -l)
 
 # A third run finds everything done and starts nothing.
 "${cmd[@]}" > "$work/third.log" 2>&1
-grep -q "; 4 already completed (skipped), 0 to run" "$work/third.log"
+grep -q "; 4 already completed (skipped), 0 to run" "$work/third.log" || { echo "FAIL: third run"; cat "$work/third.log"; exit 1; }
 "$stiefel" report "$out" --out "$work/report" --no-plots
 test -s "$work/report/kill-resume-paper.md"
 echo "kill and rerun: nothing lost, nothing redone"
