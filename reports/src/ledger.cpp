@@ -57,11 +57,29 @@ Evidence judge_table(const json& claim, const json& table) {
   const auto& ref = claim["ref"];
   const json* arm = find_arm(table, ref);
   if (!arm) return e;
+  // A claim about long runs (e.g. grokking by epoch 20 000) is not tested by shorter ones.
+  if (claim.contains("min_epochs") && table.contains("epochs") &&
+      table["epochs"].get<double>() < claim["min_epochs"].get<double>()) {
+    e.verdict = "untestable";
+    e.ours = "runs of " + table["epochs"].dump() + " epochs cannot test a claim about " +
+             claim["min_epochs"].dump() + "-epoch runs";
+  }
   const std::string f = ref["field"];
   const double v = field(*arm, f);
-  if (!std::isfinite(v)) return e;
+  if (e.verdict == "untestable") {
+    if (std::isfinite(v)) e.ours += " (measured: " + num(v) + ")";
+  } else if (!std::isfinite(v)) {
+    return e;
+  }
   const auto& rule = claim["rule"];
   const std::string type = rule["type"];
+  std::string detail_prefix;
+  if (e.verdict == "untestable") {
+    std::string ds;
+    for (const auto& d : table["datasets"]) ds += (ds.empty() ? "" : ", ") + d.get<std::string>();
+    e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds;
+    return e;
+  }
   e.ours = num(v);
   double compare = v;
   if (type == "ratio_above" || type == "ratio_below") {
@@ -149,6 +167,7 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
         if (e.verdict == "not run") continue;
         row["evidence"].push_back({{"source", e.detail}, {"ours", e.ours}, {"verdict", e.verdict},
                                    {"profile", t["profile"]}});
+        if (e.verdict == "untestable") continue;  // shown, but decides nothing
         if (best_profile.empty() || t["profile"] == "paper") {
           best_profile = t["profile"];
           verdict = e.verdict;
@@ -167,7 +186,8 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
                        {"refuted", n_refuted}, {"not_run", n_not_run}}},
           {"verdicts", "confirmed: our evidence agrees with the claim by its stated rule; not confirmed: inconclusive "
                        "(e.g. the CI contains 0 where the paper claims an effect); refuted: our evidence contradicts "
-                       "it; not run: no non-smoke result or certificate entry. A paper-profile result decides the "
+                       "it; not run: no non-smoke result or certificate entry, or only runs too short to test the claim (shown as "
+                       "untestable evidence). A paper-profile result decides the "
                        "verdict where one exists, else the cpu profile."}};
 }
 

@@ -37,11 +37,11 @@ void run_gnuplot(const fs::path& script) {
   }
 }
 
-std::string header(const std::string& svg, const std::string& title, const std::string& xlabel,
+std::string header(const std::string& output, const std::string& title, const std::string& xlabel,
                    const std::string& ylabel) {
-  return "set terminal svg size 900,560 dynamic enhanced font 'sans,12'\nset output " + quoted(svg) +
-         "\nset title " + quoted(title) + " noenhanced\nset xlabel " + quoted(xlabel) + "\nset ylabel " +
-         quoted(ylabel) + "\nset key outside right top noenhanced\nset grid\n";
+  return "set terminal pngcairo size 1000,600 enhanced font 'sans,10'\nset output " + quoted(output) +
+         "\nset title " + quoted(title) + " noenhanced\nset xlabel " + quoted(xlabel) + " noenhanced\nset ylabel " +
+         quoted(ylabel) + " noenhanced\nset key outside right top noenhanced\nset grid\n";
 }
 
 }  // namespace
@@ -55,13 +55,13 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
   const std::string subtitle = t["title"].get<std::string>() + " [" + t["profile"].get<std::string>() + "]";
   for (const auto& kind_j : t["plots"]) {
     const std::string kind = kind_j;
-    const fs::path svg = fs::path(out_dir) / (stem + "-" + kind + ".svg");
-    const fs::path tmp_svg = fs::path(out_dir) / (stem + "-" + kind + ".svg.tmp." + std::to_string(::getpid()));
+    const fs::path figure = fs::path(out_dir) / (stem + "-" + kind + ".png");
+    const fs::path tmp_file = fs::path(out_dir) / (stem + "-" + kind + ".png.tmp." + std::to_string(::getpid()));
     std::ostringstream gp;
     std::vector<std::string> series;
     int file = 0;
     if (kind == "isometry" || kind == "grok") {
-      gp << header(tmp_svg.string(), subtitle, "epoch",
+      gp << header(tmp_file.string(), subtitle, "epoch",
                    kind == "isometry" ? "isometry error max_h |W^T W - I|_max (mean over seeds)" : "accuracy");
       if (kind == "isometry") gp << "set logscale y\nset format y '10^{%L}'\n";
       else gp << "set yrange [0:1.02]\n";
@@ -87,9 +87,10 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
         }
     } else if (kind == "gap_vs_n" || kind == "eps") {
       const bool gap = kind == "gap_vs_n";
-      gp << header(tmp_svg.string(), subtitle, gap ? "training images n" : "epsilon",
+      gp << header(tmp_file.string(), subtitle, gap ? "training images n" : "epsilon",
                    gap ? "paired gap vs baseline (pp), 95% bootstrap CI" : "final test accuracy (%), mean +- sd");
       gp << "set logscale x\n";
+      if (!gap) gp << "set format x '10^{%L}'\nset xrange [3e-9:0.3]\n";
       const fs::path dat = work / ("s" + std::to_string(file++) + ".dat");
       std::ofstream out(dat);
       for (const auto& g : t["groups"])
@@ -142,8 +143,8 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
     const fs::path script = work / (kind + ".gp");
     std::ofstream(script) << gp.str();
     run_gnuplot(script);
-    fs::rename(tmp_svg, svg);
-    written.push_back(svg.string());
+    fs::rename(tmp_file, figure);
+    written.push_back(figure.string());
   }
   fs::remove_all(work);
   return written;

@@ -188,7 +188,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
       for (const auto& r : cur.runs) grid.push_back({{"id", r.id}, {"train", r.train}});
       if (grid == meta["grid"]) {
         ex = std::move(cur);
-        definition_used = current.string();
+        definition_used = "experiments/" + ex.name + ".json";
       }
     }
   }
@@ -356,6 +356,9 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
     groups.push_back(group);
   }
   table["groups"] = groups;
+  double max_epochs = 0;
+  for (const auto& r : ex.runs) max_epochs = std::max(max_epochs, r.train.value("epochs", 0.0));
+  table["epochs"] = std::int64_t(max_epochs);
   table["runs_planned"] = ex.runs.size();
   table["runs_completed"] = completed;
   table["datasets"] = datasets;

@@ -105,6 +105,21 @@ TEST(Ledger, VerdictRules) {
   EXPECT_EQ(verdict(pos, smoke), "not run");
 }
 
+TEST(Ledger, RunsShorterThanTheClaimDecideNothing) {
+  auto table = table_with(1, 3, 1, 1);
+  table["epochs"] = 100;
+  json claims = {{"claims", {{{"id", "c"}, {"claim", "x"}, {"where", "§"}, {"paper", "p"}, {"kind", "empirical"},
+                              {"experiment", "t"}, {"min_epochs", 20000},
+                              {"ref", {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}},
+                              {"rule", {{"type", "positive"}}}}}}};
+  const auto row = build_ledger(claims, {table}, nullptr)["claims"][0];
+  EXPECT_EQ(row["verdict"], "not run");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["verdict"], "untestable");
+  table["epochs"] = 20000;
+  EXPECT_EQ(build_ledger(claims, {table}, nullptr)["claims"][0]["verdict"], "confirmed");
+}
+
 TEST(Ledger, TheoryClaimsFollowTheCertificate) {
   json claims = {{"claims", {{{"id", "c"}, {"claim", "x"}, {"where", "§"}, {"paper", "p"}, {"kind", "theory"},
                               {"certificate", {"k1", "k2"}}}}}};

@@ -26,7 +26,7 @@ for f in tables:
     md = open(os.path.join(rep, f[:-5] + ".md")).read()
     assert "Profile: `smoke`" in md, f
     for fig in t.get("figures", []):
-        svg = open(os.path.join(rep, fig)).read()
-        assert svg.lstrip().startswith("<?xml") or "<svg" in svg[:500], fig
+        png = open(os.path.join(rep, fig), "rb").read()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000, fig
 print(len(tables), "tables,", len(ledger["claims"]), "claims in the ledger")
 PY

@@ -1,4 +1,4 @@
-// Figures of an analysed table, drawn by gnuplot (SVG): isometry error against epoch (log scale),
+// Figures of an analysed table, drawn by gnuplot (PNG, cairo): isometry error against epoch (log scale),
 // grokking curves (train and held-out accuracy against epoch, per arm), the gap against n and the
 // accuracy against ε. Which figures a table gets is listed in its definition's "plots".
 #pragma once
@@ -9,7 +9,7 @@
 
 namespace stiefel::reports {
 
-// Writes OUT_DIR/STEM-KIND.svg for each plot the table asks for; returns the files written.
+// Writes OUT_DIR/STEM-KIND.png for each plot the table asks for; returns the files written.
 // Throws ExperimentError when gnuplot is missing or fails.
 std::vector<std::string> draw_plots(const nlohmann::json& table, const std::string& out_dir, const std::string& stem);
 
