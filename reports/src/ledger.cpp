@@ -57,29 +57,24 @@ Evidence judge_table(const json& claim, const json& table) {
   const auto& ref = claim["ref"];
   const json* arm = find_arm(table, ref);
   if (!arm) return e;
-  // A claim about long runs (e.g. grokking by epoch 20 000) is not tested by shorter ones.
+  const std::string f = ref["field"];
+  const double v = field(*arm, f);
+  std::string ds;
+  for (const auto& d : table["datasets"]) ds += (ds.empty() ? "" : ", ") + d.get<std::string>();
+  // A claim about long runs (e.g. grokking by epoch 20 000) is not tested by shorter ones: the
+  // measurement is shown, and decides nothing.
   if (claim.contains("min_epochs") && table.contains("epochs") &&
       table["epochs"].get<double>() < claim["min_epochs"].get<double>()) {
     e.verdict = "untestable";
     e.ours = "runs of " + table["epochs"].dump() + " epochs cannot test a claim about " +
              claim["min_epochs"].dump() + "-epoch runs";
-  }
-  const std::string f = ref["field"];
-  const double v = field(*arm, f);
-  if (e.verdict == "untestable") {
     if (std::isfinite(v)) e.ours += " (measured: " + num(v) + ")";
-  } else if (!std::isfinite(v)) {
-    return e;
-  }
-  const auto& rule = claim["rule"];
-  const std::string type = rule["type"];
-  std::string detail_prefix;
-  if (e.verdict == "untestable") {
-    std::string ds;
-    for (const auto& d : table["datasets"]) ds += (ds.empty() ? "" : ", ") + d.get<std::string>();
     e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds;
     return e;
   }
+  if (!std::isfinite(v)) return e;
+  const auto& rule = claim["rule"];
+  const std::string type = rule["type"];
   e.ours = num(v);
   double compare = v;
   if (type == "ratio_above" || type == "ratio_below") {
@@ -113,8 +108,6 @@ Evidence judge_table(const json& claim, const json& table) {
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }
-  std::string ds;
-  for (const auto& d : table["datasets"]) ds += (ds.empty() ? "" : ", ") + d.get<std::string>();
   e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds + ", " +
              std::to_string(arm->value("n", 0)) + " seeds";
   return e;

@@ -93,21 +93,17 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
       if (!gap) gp << "set format x '10^{%L}'\nset xrange [3e-9:0.3]\n";
       const fs::path dat = work / ("s" + std::to_string(file++) + ".dat");
       std::ofstream out(dat);
+      // gap: one point per group (x = n) with its CI; eps: one point per arm (x = ε) with its sd.
       for (const auto& g : t["groups"])
         for (const auto& a : g["arms"]) {
-          if (gap) {
-            if (!a.contains("vs_baseline") || !a["vs_baseline"].contains("ci_low") || !g.contains("x")) continue;
+          if (gap && g.contains("x") && a.contains("vs_baseline") && a["vs_baseline"].contains("ci_low")) {
             const auto& c = a["vs_baseline"];
             out << g["x"].get<double>() << " " << c["diff_mean"].get<double>() << " " << c["ci_low"].get<double>()
                 << " " << c["ci_high"].get<double>() << "\n";
+          } else if (!gap && a.contains("x") && a.contains("acc_mean")) {
+            out << a["x"].get<double>() << " " << a["acc_mean"].get<double>() << " " << a.value("acc_sd", 0.0) << "\n";
           }
         }
-      if (!gap)
-        for (const auto& g : t["groups"])
-          for (const auto& a : g["arms"])
-            if (a.contains("acc_mean") && a.contains("x"))
-              out << a["x"].get<double>() << " " << a["acc_mean"].get<double>() << " "
-                  << a.value("acc_sd", 0.0) << "\n";
       out.close();
       if (gap) {
         gp << "set xzeroaxis lt -1\n";
