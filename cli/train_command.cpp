@@ -44,7 +44,13 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--pca-samples", cfg->pca_samples, "patches for the PCA fit")->capture_default_str();
   cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations (default: image 1, grok 100)");
+  cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations; the last epoch is always evaluated (default: image 1, grok 100)");
+  cmd->add_option("--compute", cfg->compute,
+                  "pinned: one OpenBLAS thread and glibc keeping freed memory, set by the program (results do not "
+                  "depend on the environment); environment: BLAS threads and malloc from the environment, "
+                  "evaluation in chunks of 2048 (the reference configuration of bench/train_speed.sh)")
+      ->check(CLI::IsMember({"pinned", "environment"}))
+      ->capture_default_str();
   cmd->add_flag("--quiet", cfg->quiet, "no progress output");
   cmd->callback([cfg, &exit_code] {
     run_command("train", exit_code, [&] {

@@ -1,7 +1,8 @@
 // Riemannian Adam on St(d,r)^H, one step, in exactly the order of §3.2 (per frame h):
 //   ξ = P(W, G)                          tangent map: Π_W (B2), Π^h_W, or ∇^can (B2m-can)
 //   m ← β1 Π(m) + (1−β1) ξ               previous m re-projected at the current point first
-//   v ← β2 v + (1−β2) ‖ξ‖²_F            per frame (B2); per column; or ξ∘ξ elementwise (B2m)
+//   v ← β2 v + (1−β2) ‖ξ‖²_F            per frame (B2); ‖ξ‖²_F/(d·r), the mean over the entries
+//                                        (B2-mean); per column; or ξ∘ξ elementwise (B2m)
 //   m̂ = m/(1−β1ᵗ), v̂ = v/(1−β2ᵗ)
 //   η = −lr · Π(m̂ / (√v̂ + ε))          re-projected quotient
 //   η ← η · min(1, τ√r / ‖η‖_F)          per-frame cap (B2; none for B2m)
@@ -22,6 +23,8 @@ namespace stiefel {
 
 enum class SecondMoment {
   kPerFrame,     // one scalar per frame (B2; Bécigneul & Ganea 2019)
+  kPerFrameMean, // one scalar per frame, the mean of ξ∘ξ over the d·r entries (B2-mean: the
+                 // reading of §3.2 under which the cap binds "on almost every step")
   kPerColumn,    // one scalar per column (Prop. 7: also O(d)-equivariant)
   kElementwise,  // Adam's per-entry moment (B2m; not equivariant)
   kPerRow,       // one scalar per row: the converse of Prop. 7 (not equivariant; a control)
@@ -70,7 +73,8 @@ RiemannianAdamState<Scalar> make_riemannian_adam_state(const Frames<Scalar>& fra
   for (const auto& w : frames) {
     s.m.push_back(Matrix<Scalar>::Zero(w.rows(), w.cols()));
     switch (moment) {
-      case SecondMoment::kPerFrame: s.v.push_back(Matrix<Scalar>::Zero(1, 1)); break;
+      case SecondMoment::kPerFrame:
+      case SecondMoment::kPerFrameMean: s.v.push_back(Matrix<Scalar>::Zero(1, 1)); break;
       case SecondMoment::kPerColumn: s.v.push_back(Matrix<Scalar>::Zero(1, w.cols())); break;
       case SecondMoment::kElementwise: s.v.push_back(Matrix<Scalar>::Zero(w.rows(), w.cols())); break;
       case SecondMoment::kPerRow: s.v.push_back(Matrix<Scalar>::Zero(w.rows(), 1)); break;
@@ -87,6 +91,9 @@ void accumulate_second_moment(SecondMoment kind, Scalar beta2, const Matrix<Scal
   const Scalar c = Scalar(1) - beta2;
   switch (kind) {
     case SecondMoment::kPerFrame: v(0, 0) = beta2 * v(0, 0) + c * xi.squaredNorm(); break;
+    case SecondMoment::kPerFrameMean:
+      v(0, 0) = beta2 * v(0, 0) + c * (xi.squaredNorm() / Scalar(xi.rows() * xi.cols()));
+      break;
     case SecondMoment::kPerColumn:
       v = beta2 * v + c * xi.colwise().squaredNorm();
       break;
@@ -111,7 +118,8 @@ Matrix<Scalar> adam_quotient(SecondMoment kind, const Matrix<Scalar>& m_hat,
   Matrix<Scalar> q = m_hat;
   for (Index j = 0; j < q.cols(); ++j)
     for (Index i = 0; i < q.rows(); ++i) {
-      const Scalar& v = kind == SecondMoment::kPerFrame    ? v_hat(0, 0)
+      const Scalar& v = kind == SecondMoment::kPerFrame || kind == SecondMoment::kPerFrameMean
+                            ? v_hat(0, 0)
                         : kind == SecondMoment::kPerColumn ? v_hat(0, j)
                         : kind == SecondMoment::kPerRow    ? v_hat(i, 0)
                                                            : v_hat(i, j);
@@ -214,6 +222,12 @@ template <class Scalar>
 RiemannianAdamHyper<Scalar> per_column_hyper(Scalar lr, Scalar eps) {
   RiemannianAdamHyper<Scalar> h = b2_hyper(lr, eps);
   h.moment = SecondMoment::kPerColumn;
+  return h;
+}
+template <class Scalar>
+RiemannianAdamHyper<Scalar> b2_mean_hyper(Scalar lr, Scalar eps) {  // v = mean of ξ∘ξ, cap τ = 0.1
+  RiemannianAdamHyper<Scalar> h = b2_hyper(lr, eps);
+  h.moment = SecondMoment::kPerFrameMean;
   return h;
 }
 template <class Scalar>

@@ -167,31 +167,34 @@ ResolvedExperiment resolve(const json& d, const std::string& profile, const std:
   for (const auto& g : groups) r.groups.push_back(g["id"]);
   for (const auto& a : arms) r.arms.push_back(a["id"]);
 
-  for (const auto& g : groups) {
-    for (const auto& a : arms) {
-      const std::size_t arm_seeds = a.value("seeds", r.seeds.size());
-      for (std::size_t si = 0; si < std::min(arm_seeds, r.seeds.size()); ++si) {
-        const auto seed = r.seeds[si];
-        RunSpec run;
-        run.group = g["id"];
-        run.arm = a["id"];
-        run.seed = seed;
-        run.id = run.group + "/" + run.arm + "/seed-" + std::to_string(seed);
-        // Later layers win: definition, group, arm, then the profile's reductions.
-        json t = {{"task", d["task"]}};
-        merge(t, d.value("train", json::object()));
-        merge(t, g.value("train", json::object()));
-        merge(t, a.value("train", json::object()));
-        merge(t, ps.value("train", json::object()));
-        if (ps.contains("group_train") && ps["group_train"].contains(run.group))
-          merge(t, ps["group_train"][run.group]);
-        if (!t.contains("arm")) fail(source, "arm " + run.arm + " sets no \"arm\" (the W_Q, W_K rule)");
-        t["seed"] = seed;
-        run.train = t;
-        r.runs.push_back(std::move(run));
-      }
-    }
-  }
+  // Seed-major order (every arm of seed 0, then of seed 1, …), so that a grid stopped part-way
+  // holds complete paired seeds; arms marked "variant" (readings the paper does not state) run
+  // after every paper arm of every seed.
+  for (const bool variants : {false, true})
+    for (const auto& g : groups)
+      for (std::size_t si = 0; si < r.seeds.size(); ++si)
+        for (const auto& a : arms) {
+          if (a.value("variant", false) != variants) continue;
+          if (si >= a.value("seeds", r.seeds.size())) continue;
+          const auto seed = r.seeds[si];
+          RunSpec run;
+          run.group = g["id"];
+          run.arm = a["id"];
+          run.seed = seed;
+          run.id = run.group + "/" + run.arm + "/seed-" + std::to_string(seed);
+          // Later layers win: definition, group, arm, then the profile's reductions.
+          json t = {{"task", d["task"]}};
+          merge(t, d.value("train", json::object()));
+          merge(t, g.value("train", json::object()));
+          merge(t, a.value("train", json::object()));
+          merge(t, ps.value("train", json::object()));
+          if (ps.contains("group_train") && ps["group_train"].contains(run.group))
+            merge(t, ps["group_train"][run.group]);
+          if (!t.contains("arm")) fail(source, "arm " + run.arm + " sets no \"arm\" (the W_Q, W_K rule)");
+          t["seed"] = seed;
+          run.train = t;
+          r.runs.push_back(std::move(run));
+        }
   return r;
 }
 

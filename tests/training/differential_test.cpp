@@ -38,6 +38,9 @@ std::vector<Rule> rules() {
   FrameHyper column = b2;
   column.moment = SecondMoment::kPerColumn;
   r.push_back({"per-column", column});
+  FrameHyper mean = b2;  // v = mean of ξ∘ξ (the second reading of §3.2)
+  mean.moment = SecondMoment::kPerFrameMean;
+  r.push_back({"b2-mean", mean});
   FrameHyper grassmann = b2;
   grassmann.map = TangentMap::kGrassmann;
   r.push_back({"b2-grassmann", grassmann});

@@ -42,7 +42,8 @@ FrameState make_frame_state(const torch::Tensor& w, const FrameHyper& hyper) {
   const auto b = w.size(0), d = w.size(1), r = w.size(2);
   s.m = torch::zeros({b, d, r}, opts);
   switch (hyper.moment) {
-    case SecondMoment::kPerFrame: s.v = torch::zeros({b, 1, 1}, opts); break;
+    case SecondMoment::kPerFrame:
+    case SecondMoment::kPerFrameMean: s.v = torch::zeros({b, 1, 1}, opts); break;
     case SecondMoment::kPerColumn: s.v = torch::zeros({b, 1, r}, opts); break;
     case SecondMoment::kElementwise: s.v = torch::zeros({b, d, r}, opts); break;
     case SecondMoment::kPerRow: s.v = torch::zeros({b, d, 1}, opts); break;
@@ -67,6 +68,9 @@ FrameReport frame_step(torch::Tensor& w, const torch::Tensor& g, FrameState& st,
     st.m = h.beta1 * reproject(h.map, w, st.m) + (1 - h.beta1) * xi;
     switch (h.moment) {
       case SecondMoment::kPerFrame: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum({-2, -1}, true); break;
+      case SecondMoment::kPerFrameMean:
+        st.v = h.beta2 * st.v + (1 - h.beta2) * (xi.pow(2).sum({-2, -1}, true) / double(xi.size(1) * xi.size(2)));
+        break;
       case SecondMoment::kPerColumn: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-2, true); break;
       case SecondMoment::kElementwise: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2); break;
       case SecondMoment::kPerRow: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-1, true); break;

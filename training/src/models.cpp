@@ -1,4 +1,5 @@
 #include <stiefel/training/models.h>
+#include <stiefel/training/small_matmul.h>
 
 #include <cmath>
 #include <stdexcept>
@@ -18,8 +19,11 @@ torch::Tensor FrameAttentionImpl::forward(const torch::Tensor& x) {
   const auto q = torch::einsum("btd,hdr->bhtr", {x, wq});
   const auto k = torch::einsum("btd,hdr->bhtr", {x, wk});
   const auto v = wv->forward(x).view({b, t, heads, r}).transpose(1, 2);
-  const auto att = torch::softmax(q.matmul(k.transpose(-2, -1)) / std::sqrt(double(r)), -1);
-  return wo->forward(att.matmul(v).transpose(1, 2).reshape({b, t, heads * r}));
+  // softmax(Q Kᵀ / √r) V per (image, head), as [B·H, T, r] products of small matrices.
+  const auto scores = small_bmm(q.reshape({b * heads, t, r}), k.reshape({b * heads, t, r}), false, true,
+                                1.0 / std::sqrt(double(r)));
+  const auto heads_out = small_bmm(torch::softmax(scores, -1), v.reshape({b * heads, t, r}), false, false);
+  return wo->forward(heads_out.view({b, heads, t, r}).transpose(1, 2).reshape({b, t, heads * r}));
 }
 
 EncoderLayerImpl::EncoderLayerImpl(std::int64_t d, std::int64_t heads, std::int64_t r, std::int64_t ffn) {

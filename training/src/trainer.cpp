@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <stiefel/training/compute.h>
 #include <stiefel/training/datasets.h>
 #include <stiefel/training/frame_optimizer.h>
 #include <stiefel/training/models.h>
@@ -42,6 +44,7 @@ Arm make_arm(const TrainConfig& c, double adam_lr, double eps) {
   if (c.arm == "a2-nwf") return {c.arm, false, false, false, {}};
   if (c.arm == "soft") return {c.arm, false, true, true, {}};
   if (c.arm == "b2") return a;
+  if (c.arm == "b2-mean-moment") { h.moment = SecondMoment::kPerFrameMean; return a; }
   if (c.arm == "b2-column") { h.moment = SecondMoment::kPerColumn; return a; }
   if (c.arm == "b2-grassmann") { h.map = TangentMap::kGrassmann; return a; }
   if (c.arm == "b2m" || c.arm == "b2m-can") {
@@ -162,14 +165,17 @@ struct Accuracy {
   double loss = 0, acc = 0;
 };
 
-Accuracy evaluate(Classifier& model, const torch::Tensor& x, const torch::Tensor& y, torch::Device dev) {
+// Evaluates in chunks of `chunk` examples: 256 keeps every activation below glibc's mmap threshold
+// (an FFN activation of 2048 images is 64 MiB, mapped and faulted in afresh on every call).
+Accuracy evaluate(Classifier& model, const torch::Tensor& x, const torch::Tensor& y, torch::Device dev,
+                  std::int64_t chunk) {
   torch::NoGradGuard guard;
   model->eval();
   double loss = 0;
   std::int64_t correct = 0;
-  for (std::int64_t i = 0; i < x.size(0); i += 2048) {
-    const auto xb = x.slice(0, i, std::min(x.size(0), i + 2048)).to(dev);
-    const auto yb = y.slice(0, i, std::min(y.size(0), i + 2048)).to(dev);
+  for (std::int64_t i = 0; i < x.size(0); i += chunk) {
+    const auto xb = x.slice(0, i, std::min(x.size(0), i + chunk)).to(dev);
+    const auto yb = y.slice(0, i, std::min(y.size(0), i + chunk)).to(dev);
     const auto logits = model->forward(xb);
     loss += torch::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
     correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
@@ -188,7 +194,7 @@ std::string format_seconds(double s) {
 }  // namespace
 
 const std::vector<std::string>& arm_names() {
-  static const std::vector<std::string> names = {"a2", "a2-nwf", "soft", "b2", "b2-column", "b2-grassmann",
+  static const std::vector<std::string> names = {"a2", "a2-nwf", "soft", "b2", "b2-mean-moment", "b2-column", "b2-grassmann",
                                                  "b2m", "b2m-can", "b2-sgd", "b2-sgd-stiefel", "frozen"};
   return names;
 }
@@ -212,7 +218,19 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   } else if (c.device != "cpu") {
     throw std::invalid_argument("--device " + c.device + ": expected cpu or cuda");
   }
-  torch::set_num_threads(int(c.threads));
+  if (c.compute != "pinned" && c.compute != "environment")
+    throw std::invalid_argument("--compute " + c.compute + ": expected pinned or environment");
+  const bool pinned = c.compute == "pinned";
+  nlohmann::json compute;
+  if (pinned) {
+    compute = configure_cpu_compute(int(c.threads));
+  } else {  // the configuration before pinning: BLAS threads and malloc from the environment
+    torch::set_num_threads(int(c.threads));
+    compute = {{"intra_op_threads", torch::get_num_threads()}, {"blas", "threads from the environment"},
+               {"malloc", "glibc defaults"}};
+  }
+  compute["mode"] = c.compute;
+  const std::int64_t eval_chunk = pinned ? 256 : 2048;
 
   const fs::path out(c.out);
   const fs::path run_path = out / "run.json", ckpt_path = out / "checkpoint.pt";
@@ -328,7 +346,9 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                               {"tokens", spec.tokens}, {"classes", spec.classes}}},
                    {"init_scale", c.init_scale},
                    {"test_n", data.test_y.size(0)},
-                   {"threads", c.threads}};
+                   {"threads", c.threads},
+                   {"eval_every", c.eval_every}};
+  run["compute"] = compute;
   run["dataset"] = data.record;
   run["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
                         {"threads", torch::get_num_threads()}};
@@ -337,16 +357,33 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   const auto run_start = std::chrono::steady_clock::now();
   auto fparams = frame_params(model);
   std::int64_t global_step = start_epoch * steps_per_epoch;
-  // Records and checkpoints are written at the evaluated epochs only (every epoch for the image
-  // task, every eval_every epochs for grokking), so a 20 000-epoch run writes 200 of each.
+  // The image task records every epoch (test accuracy at the evaluated epochs and the last); the
+  // grokking task records and checkpoints at its evaluated epochs only, so a 20 000-epoch run writes
+  // 200 of each.
   auto window_start = std::chrono::steady_clock::now();
   std::int64_t window_epochs = 0;
+  // Wall seconds per stage of this process's epochs (a profile; never part of the results).
+  std::map<std::string, double> stage_seconds;
+  auto lap_start = std::chrono::steady_clock::now();
+  auto lap = [&](const char* stage) {
+    const auto now = std::chrono::steady_clock::now();
+    stage_seconds[stage] += std::chrono::duration<double>(now - lap_start).count();
+    lap_start = now;
+  };
+  // The frame diagnostics of all W_Q, W_K at once: [frames, d, r] in float64.
+  auto stacked_frames = [&](bool grad) {
+    std::vector<torch::Tensor> parts;
+    for (auto& w : fparams)
+      parts.push_back((grad ? w.grad() : w.detach()).to(torch::kFloat64).reshape({-1, w.size(-2), w.size(-1)}));
+    return torch::cat(parts);
+  };
   for (std::int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
     ++window_epochs;
     auto shuffle_gen = at::detail::createCPUGenerator(c.seed * 1000003 + std::uint64_t(epoch));
     const auto order = torch::randperm(n_train, shuffle_gen, torch::kLong);
     double loss_sum = 0, tangent_sum = 0, step_sum = 0, gauge_sum = 0, capped = 0, frames_seen = 0;
     std::int64_t correct = 0;
+    lap_start = std::chrono::steady_clock::now();
     for (std::int64_t s = 0; s < steps_per_epoch; ++s, ++global_step) {
       const double f = schedule_factor(global_step, warmup, total_steps, !grok);
       for (auto& g : adamw.param_groups()) g.options().set_lr(c.adam_lr * f);
@@ -356,6 +393,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       const auto yb = data.train_y.index_select(0, idx).to(dev);
       adamw.zero_grad();
       if (frame_opt) frame_opt->zero_grad();
+      lap("data");
       const auto logits = model->forward(xb);
       auto loss = torch::cross_entropy_loss(logits, yb);
       if (arm.soft_penalty)
@@ -363,35 +401,36 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
           const auto eye = torch::eye(w.size(-1), w.options());
           loss = loss + c.soft_lambda * (w.transpose(-2, -1).matmul(w) - eye).pow(2).sum();
         }
+      lap("forward");
       loss.backward();
-      std::vector<torch::Tensor> before;
+      lap("backward");
+      torch::Tensor before;
       {
         torch::NoGradGuard guard;
-        for (auto& w : fparams) {
-          const auto w64 = w.detach().to(torch::kFloat64).reshape({-1, w.size(-2), w.size(-1)});
-          const auto g64 = w.grad().to(torch::kFloat64).reshape(w64.sizes());
-          const auto pg = batched_project_tangent(w64, g64);
-          tangent_sum += pg.pow(2).sum({-2, -1}).sqrt().sum().item<double>();
-          const auto a = w64.transpose(1, 2).bmm(g64);
-          const auto gauge = w64.bmm((a - a.transpose(1, 2)) / 2).pow(2).sum({-2, -1}).sqrt();
-          gauge_sum += (gauge / pg.pow(2).sum({-2, -1}).sqrt().clamp_min(1e-300)).sum().item<double>();
-          frames_seen += double(w64.size(0));
-          before.push_back(w64);
-        }
+        const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
+        const auto pg_norm = batched_project_tangent(w64, g64).pow(2).sum({-2, -1}).sqrt();
+        tangent_sum += pg_norm.sum().item<double>();
+        const auto a = w64.transpose(1, 2).bmm(g64);
+        const auto gauge = w64.bmm((a - a.transpose(1, 2)) / 2).pow(2).sum({-2, -1}).sqrt();
+        gauge_sum += (gauge / pg_norm.clamp_min(1e-300)).sum().item<double>();
+        frames_seen += double(w64.size(0));
+        before = w64;
       }
+      lap("diagnostics");
       adamw.step();
+      lap("adamw");
       if (frame_opt) {
         frame_opt->step();
         capped += frame_opt->last_report().capped.to(torch::kFloat64).sum().item<double>();
       }
+      lap("frames");
       {
         torch::NoGradGuard guard;
-        for (std::size_t k = 0; k < fparams.size(); ++k)
-          step_sum += (fparams[k].detach().to(torch::kFloat64).reshape(before[k].sizes()) - before[k])
-                          .pow(2).sum({-2, -1}).sqrt().sum().item<double>();
+        step_sum += (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum().item<double>();
       }
       loss_sum += loss.item<double>() * double(idx.size(0));
       correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
+      lap("diagnostics");
       if (tty) {
         const double done = double(global_step + 1 - start_epoch * steps_per_epoch) /
                             double(total_steps - start_epoch * steps_per_epoch);
@@ -406,11 +445,15 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                               {"train_loss", loss_sum / double(n_train)},
                               {"train_acc", double(correct) / double(n_train)}};
     const bool last = epoch + 1 == c.epochs;
-    if ((epoch + 1) % c.eval_every != 0 && !last) continue;
-    metrics["test_acc"] = evaluate(model, data.test_x, data.test_y, dev).acc;
+    const bool evaluated = (epoch + 1) % c.eval_every == 0 || last;
+    if (!evaluated && grok) continue;
+    if (evaluated) {
+      metrics["test_acc"] = evaluate(model, data.test_x, data.test_y, dev, eval_chunk).acc;
+      lap("evaluation");
+    }
     std::vector<double> iso;
-    for (auto& w : fparams) {
-      const auto e = isometry_error(w.detach().reshape({-1, w.size(-2), w.size(-1)}).cpu());
+    {
+      const auto e = isometry_error(stacked_frames(false));
       for (std::int64_t i = 0; i < e.size(0); ++i) iso.push_back(e[i].item<double>());
     }
     metrics["isometry_error"] = iso;
@@ -445,6 +488,8 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       archive.write("global_step", torch::tensor(global_step));
       archive.save_to(tmp);
     });
+    lap("checkpoint");
+    run["stage_seconds"] = stage_seconds;
     write_atomically(run_path, [&](const std::string& tmp) { std::ofstream(tmp) << run.dump(2) << "\n"; });
     if (!c.quiet) {
       if (tty) progress << "\r";

@@ -34,12 +34,14 @@ struct TrainConfig {
   std::string pooling = "mean", positional = "learned";
   std::int64_t pca_samples = 100000;
   std::int64_t threads = 1;
+  std::string compute = "pinned";      // pinned: one BLAS thread, glibc keeps freed memory (results
+                                       // independent of the environment); environment: as before
   std::int64_t eval_every = 0;         // 0: every epoch (image), every 100 epochs (grok)
   bool quiet = false;
 };
 
-// The arm names: a2, a2-nwf, soft, b2, b2-column, b2-grassmann, b2m, b2m-can, b2-sgd (PA16),
-// b2-sgd-stiefel, frozen.
+// The arm names: a2, a2-nwf, soft, b2, b2-mean-moment, b2-column, b2-grassmann, b2m, b2m-can,
+// b2-sgd (PA16), b2-sgd-stiefel, frozen.
 const std::vector<std::string>& arm_names();
 
 // Runs (or resumes) a run; returns run.json's content. Throws std::invalid_argument for a bad
