@@ -34,6 +34,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->capture_default_str();
   cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
   cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)");
+  cmd->add_option("--val-n", cfg->val_n,
+                  "image: validation split of the training images [n, n + val_n), evaluated beside the test split")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--init-scale", cfg->init_scale, "scale of the non-frame weight matrices at initialisation")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -46,9 +50,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations; the last epoch is always evaluated (default: image 1, grok 100)");
   cmd->add_option("--compute", cfg->compute,
-                  "pinned: one OpenBLAS thread and glibc keeping freed memory, set by the program (results do not "
+                  "pinned: one OpenBLAS thread, glibc keeping freed memory and the small-matrix attention kernel, set by the program (results do not "
                   "depend on the environment); environment: BLAS threads and malloc from the environment, "
-                  "evaluation in chunks of 2048 (the reference configuration of bench/train_speed.sh)")
+                  "evaluation in chunks of 2048, attention through torch::matmul (the reference configuration of bench/train_speed.sh)")
       ->check(CLI::IsMember({"pinned", "environment"}))
       ->capture_default_str();
   cmd->add_flag("--quiet", cfg->quiet, "no progress output");

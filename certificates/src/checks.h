@@ -8,9 +8,11 @@
 #define STIEFEL_CHECK_LIST(X)                                                                     \
   X(joint_gauge) X(gl_gauge) X(per_frame_gauge_nonzero) X(random_tangent_gauge_fraction)          \
   X(orthogonal_projector) X(steepest_ascent) X(gauge_split) X(sgd_degree_one) X(adam_scale_free)  \
+  X(adam_mean_scale_free)                                                                         \
   X(jensen_moment_bound) X(displacement_bound) X(first_step_equality) X(displacement_corrected)   \
   X(corrected_bound_tight) X(gradient_proportional) X(sigma_min) X(angle_bound)                   \
-  X(equivariance_scalar) X(equivariance_per_column) X(equivariance_converse) X(decay_annihilated) \
+  X(equivariance_scalar) X(equivariance_per_column) X(equivariance_mean) X(equivariance_converse) \
+  X(decay_annihilated)                                                                            \
   X(decay_absorbed) X(decay_absorbed_corrected) X(decay_fixed_point) X(polar_nearest)             \
   X(polar_routes) X(query_norm) X(retraction_order) X(attention_taylor) X(canonical_riesz)        \
   X(canonical_norm_split) X(frozen_fixes_frame)

@@ -391,8 +391,9 @@ RiemannianAdamHyper<S> sequence_hyper(const Case& c) {
 }
 
 template <class S>
-CheckResult check_adam_scale_free(const Case& c, int variant) {
+CheckResult adam_scale_free(const Case& c, int variant, SecondMoment moment) {
   RiemannianAdamHyper<S> h = sequence_hyper<S>(c);
+  h.moment = moment;
   h.eps = S(0);
   if (variant == 1) {  // mutant: ε at the gradient scale, no cap
     h.eps = S(pow10(c.log10_scale) * std::sqrt(double(c.d * c.r)));
@@ -413,6 +414,17 @@ CheckResult check_adam_scale_free(const Case& c, int variant) {
   });
   compare(last, first.back());
   return roundoff_result<S>(worst, sqrt(S(c.r)), double(c.d) * c.steps);
+}
+
+template <class S>
+CheckResult check_adam_scale_free(const Case& c, int variant) {
+  return adam_scale_free<S>(c, variant, SecondMoment::kPerFrame);
+}
+
+// The B2-mean reading of §3.2 (v_h the mean of ξ∘ξ over the d·r entries): still degree 2 in g.
+template <class S>
+CheckResult check_adam_mean_scale_free(const Case& c, int variant) {
+  return adam_scale_free<S>(c, variant, SecondMoment::kPerFrameMean);
 }
 
 // --- §5.3 displacement bound, the Jensen step, and the corrected bound --------------------------
@@ -620,7 +632,7 @@ CheckResult check_angle_bound(const Case& c, int variant) {
 
 // --- Prop. 7 and Table 9 ------------------------------------------------------------------------
 
-enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kPerRow };
+enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kPerRow, kMean };
 
 // f(W) = −Σ_h tr(W_hᵀ A W_h N): ∇f = −2 A W N (A symmetric, N diagonal). N = I is the paper's
 // Table 9 problem; N = diag(1, …, r)/r (Brockett's cost) is not constant on O(d) when r = d.
@@ -652,6 +664,7 @@ std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Ve
   RiemannianAdamHyper<S> h = b2_hyper<S>(lr, eps);
   if (rule == Rule::kPerColumn) h.moment = SecondMoment::kPerColumn;
   if (rule == Rule::kPerRow) h.moment = SecondMoment::kPerRow;
+  if (rule == Rule::kMean) h.moment = SecondMoment::kPerFrameMean;
   if (rule == Rule::kElementwise) h = b2m_hyper<S>(lr, eps);
   h.retraction = Retraction::kPolarGram;  // equal to the SVD route (s2-polar-routes-agree), cheaper
   auto st = make_riemannian_adam_state<S>(w, h.moment);
@@ -704,6 +717,10 @@ CheckResult check_equivariance_scalar(const Case& c, int variant) {
 template <class S>
 CheckResult check_equivariance_per_column(const Case& c, int variant) {
   return equivariance_check<S>(Rule::kPerColumn, c, variant);
+}
+template <class S>
+CheckResult check_equivariance_mean(const Case& c, int variant) {
+  return equivariance_check<S>(Rule::kMean, c, variant);
 }
 
 // Converse of Prop. 7: the elementwise and per-row moments violate equivariance far above

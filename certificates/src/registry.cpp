@@ -205,6 +205,28 @@ std::vector<Claim> build() {
     c.controls = {{"eps-at-gradient-scale", "eps set at the gradient scale and no cap", 1}};
     v.push_back(c);
   }
+  {  // 5b
+    Claim c = base("b2-mean-scale-free", "§3.2 (the B2-mean reading of v_h), Prop. 3(ii)", "invariance",
+                   "With v_h the mean of xi*xi over the d*r entries (the reading of §3.2 under which the "
+                   "cap binds on almost every step) and eps = 0, scaling every gradient by c > 0 leaves "
+                   "every iterate unchanged.");
+    c.generator = "gradient sequences as for prop3ii-adam-scale-free (c = 2^k)";
+    c.residual = "max over steps and heads of ||W_t(c g) - W_t(g)||_F, normalised by sqrt(r); factor d*T";
+    c.analysis = "v_h = ||xi||_F^2 / (d r) is degree 2 like ||xi||_F^2; the division by d r is exact "
+                 "under a power-of-two c, so the induction of Prop. 3(ii) carries over.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_sequence(k, 8);
+        k.log10_c = (*rc::gen::arbitrary<bool>() ? 1 : -1) * double(*rc::gen::inRange(4, 67));
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, adam_mean_scale_free);
+    c.cost = 5;
+    c.controls = {{"eps-at-gradient-scale", "eps set at the gradient scale and no cap", 1}};
+    v.push_back(c);
+  }
   {  // 6a
     Claim c = base("s53-jensen-moment-bound", "§5.3 after Prop. 3", "inequality",
                    "||m_hat_t||_F <= sqrt(v_hat_t) for every t \"by Jensen's inequality\".");
@@ -406,6 +428,20 @@ std::vector<Claim> build() {
     c.generator_fn = equivariance_gen;
     STIEFEL_CHECKS(c, equivariance_per_column);
     c.cost = 9;
+    c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1},
+                  {"adamw", "Euclidean AdamW", 2}};
+    v.push_back(c);
+  }
+  {  // 10b'
+    Claim c = base("b2-mean-equivariance", "§3.2 (the B2-mean reading of v_h), Prop. 7", "equivariance",
+                   "The Riemannian Adam with v_h the mean of xi*xi over the d*r entries is "
+                   "O(d)-equivariant, as the per-frame scalar is.");
+    c.generator = std::string(equivariance_generator) + equivariance_note;
+    c.residual = equivariance_residual;
+    c.analysis = "A mean over all entries is ||xi||_F^2 / (d r): invariant under W -> Q^T W.";
+    c.generator_fn = equivariance_gen;
+    STIEFEL_CHECKS(c, equivariance_mean);
+    c.cost = 10;
     c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1},
                   {"adamw", "Euclidean AdamW", 2}};
     v.push_back(c);

@@ -145,5 +145,50 @@ TEST(Patches, GridOrderContrastNormalisationAndWhitening) {
   EXPECT_THROW(Whitener::fit(flat, 193, 0.1), std::invalid_argument);
 }
 
+ImageSet hashed_images(std::int64_t count, std::uint32_t salt) {
+  ImageSet s;
+  s.count = count;
+  s.channels = 3;
+  s.height = s.width = 32;
+  s.pixels.resize(std::size_t(count * 3 * 32 * 32));
+  for (std::size_t i = 0; i < s.pixels.size(); ++i) s.pixels[i] = std::uint8_t(((i + salt) * 2654435761u) >> 24);
+  for (std::int64_t i = 0; i < count; ++i) s.labels.push_back(i % 10);
+  return s;
+}
+
+ImageSet slice_images(const ImageSet& s, std::int64_t first, std::int64_t count) {
+  ImageSet out = s;
+  const auto per = std::size_t(s.channels * s.height * s.width);
+  out.count = count;
+  out.pixels.assign(s.pixels.begin() + std::ptrdiff_t(first * per), s.pixels.begin() + std::ptrdiff_t((first + count) * per));
+  out.labels.assign(s.labels.begin() + first, s.labels.begin() + first + count);
+  return out;
+}
+
+TEST(Patches, ValidationSplitIsTheNextImagesAndTouchesNothingElse) {
+  const ImageSet train = hashed_images(40, 0), test = hashed_images(12, 7);
+  const std::int64_t n = 24, val_n = 10;
+  const auto with = prepare_patch_data(train, test, n, 8, 64, 300, 5, "synthetic", val_n);
+  const auto without = prepare_patch_data(train, test, n, 8, 64, 300, 5, "synthetic");
+  // The training and test data, and hence the PCA, are the same with and without the split.
+  EXPECT_TRUE(torch::equal(with.train_x, without.train_x));
+  EXPECT_TRUE(torch::equal(with.test_x, without.test_x));
+  EXPECT_FALSE(without.val_x.defined());
+  // The split is images [n, n + val_n), whitened by the same fit: the same images given as the
+  // test split of a run on the first n images come out identical.
+  const auto as_test = prepare_patch_data(slice_images(train, 0, n), slice_images(train, n, val_n), n, 8, 64, 300, 5,
+                                          "synthetic");
+  ASSERT_EQ(with.val_x.sizes(), (std::vector<std::int64_t>{val_n, 16, 64}));
+  EXPECT_TRUE(torch::equal(with.val_x, as_test.test_x));
+  EXPECT_TRUE(torch::equal(with.val_y, as_test.test_y));
+  // No validation image is a training image: every validation row differs from every training row.
+  const auto tr = with.train_x.reshape({n, -1}), va = with.val_x.reshape({val_n, -1});
+  EXPECT_GT(torch::cdist(va, tr).min().item<float>(), 1e-3f);
+  // Control: the same check on rows that are training images finds distance zero.
+  EXPECT_LT(torch::cdist(tr.slice(0, n - 3, n), tr).min().item<float>(), 1e-6f);
+  EXPECT_THROW(prepare_patch_data(train, test, n, 8, 64, 300, 5, "synthetic", 17), std::invalid_argument);
+  EXPECT_THROW(prepare_patch_data(train, test, n, 8, 64, 300, 5, "synthetic", -1), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace stiefel::training

@@ -52,9 +52,13 @@ torch::Tensor Whitener::apply(const torch::Tensor& patches) const {
 
 PatchData prepare_patch_data(const ImageSet& train, const ImageSet& test, std::int64_t n,
                              std::int64_t patch, std::int64_t dim, std::int64_t pca_samples,
-                             std::uint64_t seed, std::string dataset) {
+                             std::uint64_t seed, std::string dataset, std::int64_t val_n) {
   if (n < 1 || n > train.count)
     throw std::invalid_argument("--n " + std::to_string(n) + ": the training set has " +
+                                std::to_string(train.count) + " images");
+  if (val_n < 0 || n + val_n > train.count)
+    throw std::invalid_argument("--val-n " + std::to_string(val_n) + ": the validation split [" + std::to_string(n) +
+                                ", " + std::to_string(n + val_n) + ") does not fit in the training set of " +
                                 std::to_string(train.count) + " images");
   PatchData d;
   d.dataset = std::move(dataset);
@@ -72,6 +76,10 @@ PatchData prepare_patch_data(const ImageSet& train, const ImageSet& test, std::i
   d.test_x = w.apply(test_p);
   d.train_y = torch::tensor(std::vector<std::int64_t>(train.labels.begin(), train.labels.begin() + n));
   d.test_y = torch::tensor(test.labels);
+  if (val_n > 0) {
+    d.val_x = w.apply(contrast_normalise(extract_patches(train, n, val_n, patch)));
+    d.val_y = torch::tensor(std::vector<std::int64_t>(train.labels.begin() + n, train.labels.begin() + n + val_n));
+  }
   return d;
 }
 

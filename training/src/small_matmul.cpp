@@ -1,11 +1,12 @@
 #include <stiefel/training/small_matmul.h>
 
-#include <vector>
+#include <atomic>
 
 namespace stiefel::training {
 namespace {
 
-constexpr std::int64_t kMaxSide = 64;  // larger products go to torch::matmul
+constexpr std::int64_t kMaxSide = 64;
+std::atomic<bool> g_kernel_on{true};  // larger products go to torch::matmul
 
 // C[n] (m × p) = α · A'[n] (m × k) · B'[n] (k × p), A' = A or Aᵀ, B' = B or Bᵀ; all row-major
 // and contiguous, k, p ≤ kMaxSide. Row i of C accumulates α·A'(i, l)·B'(l, :) over l = 0, 1, …,
@@ -97,8 +98,10 @@ struct SmallBmm : torch::autograd::Function<SmallBmm> {
 
 }  // namespace
 
+void use_small_bmm_kernel(bool on) { g_kernel_on = on; }
+
 torch::Tensor small_bmm(const torch::Tensor& a, const torch::Tensor& b, bool trans_a, bool trans_b, double alpha) {
-  const bool fast = a.device().is_cpu() && b.device().is_cpu() && a.dim() == 3 && b.dim() == 3 &&
+  const bool fast = g_kernel_on && a.device().is_cpu() && b.device().is_cpu() && a.dim() == 3 && b.dim() == 3 &&
                     a.scalar_type() == b.scalar_type() &&
                     (a.scalar_type() == torch::kFloat || a.scalar_type() == torch::kDouble) &&
                     a.size(1) <= kMaxSide && a.size(2) <= kMaxSide && b.size(1) <= kMaxSide && b.size(2) <= kMaxSide;

@@ -17,6 +17,7 @@
 #include <stiefel/training/frame_optimizer.h>
 #include <stiefel/training/models.h>
 #include <stiefel/training/patches.h>
+#include <stiefel/training/small_matmul.h>
 #include <stdexcept>
 
 namespace stiefel::training {
@@ -77,7 +78,7 @@ std::string sha256_of(const std::string& path) {
 
 struct Data {
   std::string name;
-  torch::Tensor train_x, train_y, test_x, test_y;
+  torch::Tensor train_x, train_y, test_x, test_y, val_x, val_y;
   std::int64_t input_dim = 0, tokens = 0, classes = 0;
   nlohmann::json record;
 };
@@ -85,6 +86,7 @@ struct Data {
 Data load_data(const TrainConfig& c) {
   Data d;
   if (c.task == "grok") {
+    if (c.val_n > 0) throw std::invalid_argument("--val-n: the grok task has no validation split");
     if (!c.data.empty() && c.data != "modular")
       throw std::invalid_argument("--data " + c.data + ": the grok task uses modular arithmetic (no data)");
     const auto m = make_modular_addition(97, 0.4, c.seed);
@@ -120,7 +122,9 @@ Data load_data(const TrainConfig& c) {
   } else {
     throw std::invalid_argument("--data " + spec + ": expected cifar10:DIR or fashion-mnist[:DIR]");
   }
-  const auto p = prepare_patch_data(train, test, c.n, patch, dim, c.pca_samples, c.seed, d.name);
+  const auto p = prepare_patch_data(train, test, c.n, patch, dim, c.pca_samples, c.seed, d.name, c.val_n);
+  d.val_x = p.val_x;
+  d.val_y = p.val_y;
   d.train_x = p.train_x;
   d.train_y = p.train_y;
   d.test_x = p.test_x;
@@ -136,6 +140,9 @@ Data load_data(const TrainConfig& c) {
               {"patch", patch}, {"patches_per_image", d.tokens}, {"raw_dim", p.raw_dim},
               {"whitened_dim", p.dim}, {"pca_samples", p.pca_samples}, {"pca_eps", 0.1},
               {"contrast_normalisation", "(x - mean) / sqrt(var + 10/255^2)"}};
+  if (c.val_n > 0)
+    d.record["validation"] = {{"first", c.n}, {"count", c.val_n},
+                              {"note", "training images [n, n + val_n): never trained on, not in the PCA fit"}};
   return d;
 }
 
@@ -229,7 +236,9 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     compute = {{"intra_op_threads", torch::get_num_threads()}, {"blas", "threads from the environment"},
                {"malloc", "glibc defaults"}};
   }
+  use_small_bmm_kernel(pinned);
   compute["mode"] = c.compute;
+  compute["attention_products"] = pinned ? "small-matrix kernel" : "torch::matmul";
   const std::int64_t eval_chunk = pinned ? 256 : 2048;
 
   const fs::path out(c.out);
@@ -347,7 +356,8 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                    {"init_scale", c.init_scale},
                    {"test_n", data.test_y.size(0)},
                    {"threads", c.threads},
-                   {"eval_every", c.eval_every}};
+                   {"eval_every", c.eval_every},
+                   {"val_n", c.val_n}};
   run["compute"] = compute;
   run["dataset"] = data.record;
   run["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
@@ -449,6 +459,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     if (!evaluated && grok) continue;
     if (evaluated) {
       metrics["test_acc"] = evaluate(model, data.test_x, data.test_y, dev, eval_chunk).acc;
+      if (data.val_x.defined()) metrics["val_acc"] = evaluate(model, data.val_x, data.val_y, dev, eval_chunk).acc;
       lap("evaluation");
     }
     std::vector<double> iso;

@@ -15,4 +15,8 @@ namespace stiefel::training {
 torch::Tensor small_bmm(const torch::Tensor& a, const torch::Tensor& b, bool trans_a, bool trans_b,
                         double alpha = 1.0);
 
+// Process-wide: false sends every small_bmm to torch::matmul (the reference configuration of
+// bench/train_speed.sh, `stiefel train --compute environment`). True by default.
+void use_small_bmm_kernel(bool on);
+
 }  // namespace stiefel::training
