@@ -50,14 +50,15 @@ int run_report(const Options& o) {
               << "/" << t["runs_planned"].get<int>() << " runs)\n";
     tables.push_back(std::move(t));
   }
-  const auto ledger = reports::build_ledger(claims, tables, certificate);
+  const auto ledger = reports::build_ledger(claims, tables, certificate, o.claims);
   reports::write_text_atomically((fs::path(o.out) / "CLAIMS.md").string(), reports::ledger_markdown(ledger));
   reports::write_text_atomically((fs::path(o.out) / "claims.json").string(), ledger.dump(2) + "\n");
   const auto& s = ledger["summary"];
   std::cerr << "ledger: " << (fs::path(o.out) / "CLAIMS.md").string() << " — " << s["claims"].get<int>()
             << " claims: " << s["confirmed"].get<int>() << " confirmed, " << s["not_confirmed"].get<int>()
             << " not confirmed, " << s["refuted"].get<int>() << " refuted, " << s["not_run"].get<int>()
-            << " not run\n";
+            << " not run at the paper's budget; reduced-budget evidence (deciding nothing) for "
+            << s["with_reduced_evidence"].get<int>() << " claims\n";
   return 0;
 }
 

@@ -19,7 +19,7 @@ const std::set<std::string>& train_keys() {
   static const std::set<std::string> keys = {
       "task", "arm", "data", "n", "epochs", "batch", "adam_lr", "weight_decay", "riemann_lr", "eps", "tau",
       "sgd_lr", "elementwise_lr", "soft_lambda", "warmup_epochs", "power_stabilisation", "layers", "pooling",
-      "positional", "pca_samples", "eval_every", "init_scale", "test_n"};
+      "positional", "pca_samples", "eval_every", "init_scale", "test_n", "val_n"};
   return keys;
 }
 
@@ -55,12 +55,15 @@ std::vector<json> id_list(const json& d, const char* key, const std::string& sou
       fail(source, where + ".id \"" + id + "\": use lower-case letters, digits, '-' and '.'");
     if (!seen.insert(id).second) fail(source, where + ".id \"" + id + "\" is repeated");
     if (e.contains("train")) check_train_object(e["train"], source, where + ".train");
+    if (e.contains("variant") && !e["variant"].is_boolean()) fail(source, where + ".variant must be true or false");
     out.push_back(e);
   }
   return out;
 }
 
 }  // namespace
+
+bool is_train_option(const std::string& key) { return train_keys().count(key) > 0; }
 
 json read_json_file(const std::string& path) {
   std::ifstream in(path);
@@ -110,6 +113,13 @@ json load_definition(const std::string& path) {
     bool found = false;
     for (const auto& a : arms) found = found || a["id"] == d["baseline"];
     if (!found) fail(path, "\"baseline\" names no arm");
+  }
+  // Model selection on the validation split (§3.3): the only metric the trainer records for it is val_acc.
+  if (d.contains("select")) {
+    const auto& sel = d["select"];
+    if (!sel.is_object() || sel.value("metric", json()) != "val_acc")
+      fail(path, "\"select\" must be an object with \"metric\": \"val_acc\"");
+    if (sel.contains("statement") && !sel["statement"].is_string()) fail(path, "select.statement must be a string");
   }
   if (!d.contains("profiles") || !d["profiles"].is_object()) fail(path, "missing object \"profiles\"");
   for (const char* p : {"paper", "cpu", "smoke"})

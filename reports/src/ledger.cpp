@@ -1,9 +1,14 @@
 #include <stiefel/reports/ledger.h>
 
 #include <stiefel/reports/experiment.h>
+#include <stiefel/reports/tables.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <iomanip>
+#include <limits>
+#include <set>
 #include <sstream>
 
 namespace stiefel::reports {
@@ -108,25 +113,119 @@ Evidence judge_table(const json& claim, const json& table) {
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }
+  const int seeds = arm->value("n", 0);
   e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds + ", " +
-             std::to_string(arm->value("n", 0)) + " seeds";
+             std::to_string(seeds) + (seeds == 1 ? " seed" : " seeds");
   return e;
+}
+
+// The arms whose seeds a reference reads: the arm (and the table's baseline when the field is a
+// difference against it), or a named contrast's arm and baseline.
+void referenced_arms(const json& table, const json& ref, std::vector<const json*>& out) {
+  for (const auto& g : table["groups"]) {
+    if (g["id"] != ref.value("group", "main")) continue;
+    auto add = [&](const json& id) {
+      for (const auto& a : g["arms"])
+        if (a["id"] == id) out.push_back(&a);
+    };
+    if (ref.contains("contrast")) {
+      for (const auto& c : g["contrasts"])
+        if (c["id"] == ref["contrast"]) {
+          add(c["arm"]);
+          add(c["baseline"]);
+        }
+    } else {
+      add(ref["arm"]);
+      const std::string f = ref.value("field", "");
+      if (f.rfind("vs_baseline", 0) == 0 && !table.value("baseline", "").empty()) add(table["baseline"]);
+    }
+  }
+}
+
+// Seeds completed by the arms a claim reads: the fewest completed (k) of the most planned (N); complete
+// when every such arm has completed every seed of its grid.
+struct SeedCount {
+  std::int64_t completed = 0, planned = 0;
+  bool complete = false;
+};
+
+SeedCount claim_seeds(const json& claim, const json& table) {
+  std::vector<const json*> arms;
+  referenced_arms(table, claim["ref"], arms);
+  const auto& rule = claim["rule"];
+  if (rule.contains("denominator")) referenced_arms(table, rule["denominator"], arms);
+  SeedCount s;
+  if (arms.empty()) return s;
+  s.complete = true;
+  s.completed = std::numeric_limits<std::int64_t>::max();
+  for (const json* a : arms) {
+    const auto n = a->value("n", std::int64_t(0)), planned = a->value("planned", std::int64_t(0));
+    s.completed = std::min(s.completed, n);
+    s.planned = std::max(s.planned, planned);
+    s.complete = s.complete && planned > 0 && n >= planned;
+  }
+  return s;
+}
+
+// Whether a table was run at the budget a claim is stated at: the paper profile's grid in every train
+// setting but data and device, with the same seeds; or, for a claim that lists in "budget" the only
+// settings it depends on, the paper's values of those settings and the same seeds.
+bool at_claim_budget(const json& claim, const json& table) {
+  if (!claim.contains("budget")) return table.value("at_paper_budget", false);
+  if (!table.contains("differs_from_paper")) return false;
+  for (const auto& d : table["differs_from_paper"]) {
+    // "runs": the profile has runs the paper's grid lacks, whose settings were compared with nothing.
+    if (d == "seeds" || d == "runs") return false;
+    for (const auto& k : claim["budget"])
+      if (k == d) return false;
+  }
+  return true;
+}
+
+void check_claim_budget(const json& claim, const std::string& source) {
+  if (!claim.contains("budget")) return;
+  const std::string where = source + ": claim " + claim["id"].get<std::string>() + ": \"budget\" ";
+  if (claim["kind"] != "empirical") throw ExperimentError(where + "applies to empirical claims only");
+  const auto& b = claim["budget"];
+  if (!b.is_array() || b.empty())
+    throw ExperimentError(where + "must be a non-empty array of `stiefel train` settings, e.g. [\"epochs\"]");
+  for (const auto& k : b) {
+    if (!k.is_string()) throw ExperimentError(where + "entry " + k.dump() + " is not a string");
+    const std::string key = k;
+    if (key == "data" || key == "device")
+      throw ExperimentError(where + "\"" + key + "\" says where a run ran, not its budget");
+    if (key != "seeds" && !is_train_option(key))
+      throw ExperimentError(where + "\"" + key + "\" is not a `stiefel train` setting");
+  }
+}
+
+// "cpu (n = 5000, 12 epochs, 6 seeds)": the profile and the budget it ran.
+std::string budget_label(const json& table) {
+  std::string label = table["profile"];
+  if (table.contains("budget"))
+    label += " (" + budget_phrase(table["budget"], false, table.value("paper_budget", json())) + ")";
+  return label;
 }
 
 }  // namespace
 
-json build_ledger(const json& claims_file, const std::vector<json>& tables, const json& certificate) {
+json build_ledger(const json& claims_file, const std::vector<json>& tables, const json& certificate,
+                  const std::string& source) {
   if (!claims_file.contains("claims") || !claims_file["claims"].is_array())
-    throw ExperimentError("claims file: missing array \"claims\"");
+    throw ExperimentError(source + ": missing array \"claims\"");
   json rows = json::array();
-  int n_confirmed = 0, n_refuted = 0, n_not_confirmed = 0, n_not_run = 0;
+  int n_confirmed = 0, n_refuted = 0, n_not_confirmed = 0, n_not_run = 0, n_interim = 0, n_reduced = 0,
+      n_reduced_verdict = 0;
   for (const auto& claim : claims_file["claims"]) {
     for (const char* k : {"id", "claim", "where", "paper", "kind"})
-      if (!claim.contains(k)) throw ExperimentError("claims file: a claim lacks \"" + std::string(k) + "\": " + claim.dump());
+      if (!claim.contains(k))
+        throw ExperimentError(source + ": a claim lacks \"" + std::string(k) + "\": " + claim.dump());
+    check_claim_budget(claim, source);
     json row = {{"id", claim["id"]}, {"claim", claim["claim"]}, {"where", claim["where"]}, {"paper", claim["paper"]},
                 {"kind", claim["kind"]}, {"evidence", json::array()}};
     if (claim.contains("contradiction")) row["contradiction"] = claim["contradiction"];
     if (claim.contains("rule") && claim["rule"].contains("statement")) row["rule"] = claim["rule"]["statement"];
+    if (claim.contains("budget")) row["budget_settings"] = claim["budget"];
     std::string verdict = "not run";
     if (claim["kind"] == "theory") {
       std::vector<std::string> observed;
@@ -152,20 +251,52 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
                                    {"profile", "certificate"}});
       }
     } else {
-      // Empirical: one evidence row per analysed table of the claim's experiment; paper > cpu.
-      std::string best_profile;
+      // Empirical: one evidence row per analysed table of the claim's experiment. Verdicts never cross
+      // budgets: only a table at the claim's budget with every seed of the arms the claim reads decides
+      // the verdict; the same rule on a reduced-budget table gives that budget's own verdict.
+      row["reduced_evidence"] = json::array();
+      std::set<std::string> decided;
+      std::string reduced_verdict;
       for (const auto& t : tables) {
         if (t["experiment"] != claim["experiment"] || t["profile"] == "smoke") continue;
         const auto e = judge_table(claim, t);
         if (e.verdict == "not run") continue;
-        row["evidence"].push_back({{"source", e.detail}, {"ours", e.ours}, {"verdict", e.verdict},
-                                   {"profile", t["profile"]}});
-        if (e.verdict == "untestable") continue;  // shown, but decides nothing
-        if (best_profile.empty() || t["profile"] == "paper") {
-          best_profile = t["profile"];
-          verdict = e.verdict;
+        const bool at_budget = at_claim_budget(claim, t);
+        json ev = {{"source", e.detail}, {"ours", e.ours}, {"verdict", e.verdict}, {"profile", t["profile"]},
+                   {"budget", budget_label(t)}};
+        bool decides = e.verdict != "untestable";  // a run too short for the claim is shown, and decides nothing
+        if (decides) {
+          const auto seeds = claim_seeds(claim, t);
+          if (!seeds.complete) {
+            ev["verdict"] = "interim (" + std::to_string(seeds.completed) + " of " + std::to_string(seeds.planned) +
+                            " seeds)";
+            ev["interim"] = true;
+            decides = false;
+          }
+        }
+        if (at_budget) {
+          row["evidence"].push_back(ev);
+          if (decides) decided.insert(e.verdict);
+        } else {
+          row["reduced_evidence"].push_back(ev);
+          if (decides) {
+            if (!reduced_verdict.empty()) reduced_verdict += "; ";
+            reduced_verdict += ev["budget"].get<std::string>() + ": " + e.verdict;
+          }
         }
       }
+      if (decided.size() == 1) verdict = *decided.begin();
+      if (decided.size() > 1) {
+        // Two complete tables at the paper's budget that disagree settle nothing.
+        verdict = "not confirmed";
+        row["note"] = "results at the paper's budget disagree";
+      }
+      if (!reduced_verdict.empty()) row["reduced_verdict"] = reduced_verdict;
+      bool interim = false;
+      for (const auto& ev : row["evidence"]) interim = interim || ev.value("interim", false);
+      n_interim += interim;
+      n_reduced += !row["reduced_evidence"].empty();
+      n_reduced_verdict += !reduced_verdict.empty();
     }
     row["verdict"] = verdict;
     n_confirmed += verdict == "confirmed";
@@ -176,12 +307,23 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
   }
   return {{"claims", rows},
           {"summary", {{"claims", rows.size()}, {"confirmed", n_confirmed}, {"not_confirmed", n_not_confirmed},
-                       {"refuted", n_refuted}, {"not_run", n_not_run}}},
-          {"verdicts", "confirmed: our evidence agrees with the claim by its stated rule; not confirmed: inconclusive "
-                       "(e.g. the CI contains 0 where the paper claims an effect); refuted: our evidence contradicts "
-                       "it; not run: no non-smoke result or certificate entry, or only runs too short to test the claim (shown as "
-                       "untestable evidence). A paper-profile result decides the "
-                       "verdict where one exists, else the cpu profile."}};
+                       {"refuted", n_refuted}, {"not_run", n_not_run}, {"interim", n_interim},
+                       {"with_reduced_evidence", n_reduced}, {"with_reduced_verdict", n_reduced_verdict}}},
+          {"verdicts",
+           "Verdicts never cross budgets. confirmed: our evidence at the paper's budget agrees with the claim by its "
+           "stated rule; not confirmed: inconclusive (e.g. the CI contains 0 where the paper claims an effect), or "
+           "two complete results at the paper's budget disagree; refuted: our evidence at the paper's budget "
+           "contradicts it; not run: no certificate entry, and no complete result at the paper's budget. An "
+           "empirical claim's verdict is decided only by a table run at the paper's budget — the paper profile's "
+           "grid in every train setting except data and device, with the same seeds (a claim that lists in "
+           "\"budget\" the only settings it depends on: the paper's values of those settings and the same "
+           "seeds) — in which every seed of the grid has completed for each arm the claim reads (its arm, a "
+           "contrast's arm and baseline, a ratio's denominator arm, and the table's baseline for differences "
+           "against it). Such a table with seeds still missing is shown as interim (k of N seeds) and decides "
+           "nothing. Tables run at a reduced budget (e.g. the cpu profiles) are shown in their own columns, with "
+           "the verdict the same rule gives on them, labelled with the budget run; they never set the verdict. "
+           "Runs shorter than a claim's min_epochs are shown as untestable and decide nothing; smoke results are "
+           "not shown."}};
 }
 
 std::string ledger_markdown(const json& l) {
@@ -191,27 +333,41 @@ std::string ledger_markdown(const json& l) {
      << "Every numeric claim of the paper, with our value and a verdict. Regenerated by `stiefel report`; theory "
         "claims come from the certificate (`reports/certificate.json`), empirical ones from the runs under "
         "`results/`. Image data is CIFAR-10 (JPEG copy) unless a row says otherwise.\n\n"
-     << "Summary: " << s["claims"].get<int>() << " claims — " << s["confirmed"].get<int>() << " confirmed, "
-     << s["not_confirmed"].get<int>() << " not confirmed, " << s["refuted"].get<int>() << " refuted, "
-     << s["not_run"].get<int>() << " not run.\n\n"
+     << "Summary (verdicts at the paper's budget only): " << s["claims"].get<int>() << " claims — "
+     << s["confirmed"].get<int>() << " confirmed, " << s["not_confirmed"].get<int>() << " not confirmed, "
+     << s["refuted"].get<int>() << " refuted, " << s["not_run"].get<int>() << " not run. Interim evidence at the "
+     << "paper's budget (seeds still missing): " << s.value("interim", 0) << " claims. Reduced-budget evidence, "
+     << "which decides no verdict: " << s.value("with_reduced_evidence", 0) << " claims (" 
+     << s.value("with_reduced_verdict", 0) << " with a reduced-budget verdict).\n\n"
      << l["verdicts"].get<std::string>() << "\n\n"
-     << "| # | claim | where | paper | ours (profile: value — source) | verdict |\n|---|---|---|---|---|---|\n";
+     << "| # | claim | where | paper | ours at the paper's budget | verdict | reduced-budget evidence | reduced-budget "
+        "verdict |\n|---|---|---|---|---|---|---|---|\n";
   auto esc = [](std::string x) {
     std::string o;
     for (char c : x) o += c == '|' ? std::string("\\|") : std::string(1, c);
     return o;
   };
+  // "cpu (n = 5000, 12 epochs, 6 seeds): value — source"; certificate evidence has no budget.
+  auto list = [](const json& evidence) {
+    std::string out;
+    for (const auto& e : evidence) {
+      out += (out.empty() ? "" : "<br>") + e.value("budget", e["profile"].get<std::string>()) + ": " +
+             e["ours"].get<std::string>() + " — " + e["source"].get<std::string>();
+      if (e.value("interim", false) || e["verdict"] == "untestable")
+        out += " — *" + e["verdict"].get<std::string>() + "*";
+    }
+    return out.empty() ? std::string("–") : out;
+  };
   int i = 0;
   for (const auto& r : l["claims"]) {
-    std::string ours;
-    for (const auto& e : r["evidence"])
-      ours += (ours.empty() ? "" : "<br>") + e["profile"].get<std::string>() + ": " + e["ours"].get<std::string>() +
-              " — " + e["source"].get<std::string>();
-    if (ours.empty()) ours = "–";
     std::string claim = r["claim"];
     if (r.contains("rule")) claim += " *(rule: " + r["rule"].get<std::string>() + ")*";
+    std::string verdict = "**" + r["verdict"].get<std::string>() + "**";
+    if (r.contains("note")) verdict += " (" + r["note"].get<std::string>() + ")";
     md << "| " << ++i << " | " << esc(claim) << " | " << esc(r["where"]) << " | " << esc(r["paper"]) << " | "
-       << esc(ours) << " | **" << r["verdict"].get<std::string>() << "** |\n";
+       << esc(list(r["evidence"])) << " | " << esc(verdict) << " | "
+       << esc(list(r.value("reduced_evidence", json::array()))) << " | "
+       << esc(r.value("reduced_verdict", "–")) << " |\n";
   }
   bool any = false;
   for (const auto& r : l["claims"]) any = any || r.contains("contradiction");

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
-#include <array>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -64,6 +64,8 @@ Summary summarise(const json& run, const std::string& analysis) {
   const auto& f = run["final"];
   r["test_acc"] = 100 * f["test_acc"].get<double>();
   r["train_acc"] = 100 * f["train_acc"].get<double>();
+  // Accuracy on the held-out validation split of the training images (runs with val_n > 0).
+  if (f.contains("val_acc") && f["val_acc"].is_number()) r["val_acc"] = 100 * f["val_acc"].get<double>();
   r["iso_final"] = f["isometry_error_max"];
   double iso_max = 0;
   for (const auto& e : run["epochs"]) iso_max = std::max(iso_max, e["isometry_error_max"].get<double>());
@@ -90,27 +92,110 @@ Summary summarise(const json& run, const std::string& analysis) {
   return s;
 }
 
-// Mean curve over seeds at the epochs every completed run recorded.
+// Mean curve over seeds at the epochs every completed run recorded. Test (and validation) accuracy
+// exist only at evaluated epochs: they are null elsewhere, and so is the min–max band of the test
+// accuracy over seeds.
 json mean_curve(const std::vector<json>& runs) {
-  std::map<std::int64_t, std::array<double, 4>> acc;  // train, test, iso, count
+  struct Point {
+    double train = 0, test = 0, val = 0, iso = 0;
+    double test_min = std::numeric_limits<double>::infinity(), test_max = -std::numeric_limits<double>::infinity();
+    int count = 0, tests = 0, vals = 0;
+  };
+  std::map<std::int64_t, Point> acc;
+  bool any_val = false;
   for (const auto& run : runs)
     for (const auto& e : run["epochs"]) {
       auto& a = acc[e["epoch"].get<std::int64_t>()];
-      a[0] += e["train_acc"].get<double>();
-      a[1] += e.value("test_acc", std::nan(""));
-      a[2] += e["isometry_error_max"].get<double>();
-      a[3] += 1;
+      a.train += e["train_acc"].get<double>();
+      a.iso += e["isometry_error_max"].get<double>();
+      ++a.count;
+      if (e.contains("test_acc") && e["test_acc"].is_number()) {
+        const double v = e["test_acc"].get<double>();
+        a.test += v;
+        a.test_min = std::min(a.test_min, v);
+        a.test_max = std::max(a.test_max, v);
+        ++a.tests;
+      }
+      if (e.contains("val_acc") && e["val_acc"].is_number()) {
+        a.val += e["val_acc"].get<double>();
+        ++a.vals;
+        any_val = true;
+      }
     }
   json c = {{"epoch", json::array()}, {"train_acc", json::array()}, {"test_acc", json::array()},
-            {"isometry_error_max", json::array()}};
+            {"test_acc_min", json::array()}, {"test_acc_max", json::array()}, {"isometry_error_max", json::array()}};
+  if (any_val) c["val_acc"] = json::array();
   for (const auto& [ep, a] : acc) {
-    if (a[3] < double(runs.size())) continue;
+    if (a.count < int(runs.size())) continue;
+    const bool tested = a.tests == a.count;
     c["epoch"].push_back(ep);
-    c["train_acc"].push_back(a[0] / a[3]);
-    c["test_acc"].push_back(number_or_null(a[1] / a[3]));
-    c["isometry_error_max"].push_back(a[2] / a[3]);
+    c["train_acc"].push_back(a.train / a.count);
+    c["test_acc"].push_back(tested ? json(a.test / a.count) : json(nullptr));
+    c["test_acc_min"].push_back(tested ? json(a.test_min) : json(nullptr));
+    c["test_acc_max"].push_back(tested ? json(a.test_max) : json(nullptr));
+    c["isometry_error_max"].push_back(a.iso / a.count);
+    if (any_val) c["val_acc"].push_back(a.vals == a.count ? json(a.val / a.count) : json(nullptr));
   }
   return c;
+}
+
+// The settings of `stiefel train` that fix how much a run learns from (its budget): what the paper
+// states its claims at, beside the seed count.
+const std::vector<std::string>& budget_keys() {
+  static const std::vector<std::string> keys = {"n", "epochs", "batch", "test_n", "val_n", "pca_samples",
+                                                "warmup_epochs"};
+  return keys;
+}
+
+// The budget of a grid: each budget setting its runs set (one value when all runs share it, else the
+// sorted distinct values, "default" for runs that leave it to the trainer), and the number of seeds.
+json grid_budget(const ResolvedExperiment& ex) {
+  json b = json::object();
+  for (const auto& k : budget_keys()) {
+    std::set<json> values;
+    bool set_somewhere = false;
+    for (const auto& r : ex.runs) {
+      if (r.train.contains(k)) {
+        values.insert(r.train[k]);
+        set_somewhere = true;
+      } else {
+        values.insert(json("default"));
+      }
+    }
+    if (!set_somewhere) continue;
+    b[k] = values.size() == 1 ? *values.begin() : json(values);
+  }
+  b["seeds"] = ex.seeds.size();
+  return b;
+}
+
+// How a profile's grid differs from the paper profile's: the train settings that differ on a run both
+// grids hold ("data" and "device" say where, not how much, and are ignored), "seeds" when the seed
+// lists differ, "arms" or "groups" when those sets differ, and "runs" when the profile has a run the
+// paper's grid lacks (so some of its settings were compared with nothing). Sorted; empty when the
+// profile runs exactly the paper's grid.
+json differences_from_paper(const ResolvedExperiment& ex, const ResolvedExperiment& paper) {
+  std::set<std::string> diff;
+  if (ex.seeds != paper.seeds) diff.insert("seeds");
+  auto as_set = [](const std::vector<std::string>& v) { return std::set<std::string>(v.begin(), v.end()); };
+  if (as_set(ex.arms) != as_set(paper.arms)) diff.insert("arms");
+  if (as_set(ex.groups) != as_set(paper.groups)) diff.insert("groups");
+  std::map<std::string, const json*> paper_runs;
+  for (const auto& r : paper.runs) paper_runs[r.id] = &r.train;
+  for (const auto& r : ex.runs) {
+    const auto it = paper_runs.find(r.id);
+    if (it == paper_runs.end()) {
+      diff.insert("runs");
+      continue;
+    }
+    const json& p = *it->second;
+    for (const auto* side : {&r.train, &p})
+      for (const auto& [k, _] : side->items()) {
+        if (k == "data" || k == "device") continue;
+        if (!r.train.contains(k) || !p.contains(k) || r.train[k] != p[k]) diff.insert(k);
+      }
+  }
+  return diff;
 }
 
 std::string fixed(double v, int digits) {
@@ -138,7 +223,64 @@ std::string dataset_name(const json& run) {
   return run["config"].value("task", "") == "grok" ? "modular addition (a + b) mod 97" : "unknown";
 }
 
+// The arm of a group with the highest mean validation accuracy, and the runner-up; ties go to the arm
+// listed first in the definition.
+json select_on_validation(const json& group, const json& select) {
+  json s = {{"metric", "val_acc"}, {"statement", select.value("statement", "")}};
+  std::vector<const json*> ranked;
+  for (const auto& a : group["arms"])
+    if (a.contains("val_acc_mean")) ranked.push_back(&a);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const json* a, const json* b) {
+    return (*a)["val_acc_mean"].get<double>() > (*b)["val_acc_mean"].get<double>();
+  });
+  if (ranked.empty()) {
+    s["arm"] = nullptr;
+    s["why"] = "no completed run records val_acc (runs need val_n > 0)";
+    return s;
+  }
+  auto entry = [](const json& a) {
+    return json{{"arm", a["id"]}, {"label", a.value("label", a["id"].get<std::string>())},
+                {"val_acc", a["val_acc_mean"]}, {"seeds", a["val_seeds"]}, {"planned", a["planned"]}};
+  };
+  const auto best = entry(*ranked[0]);
+  for (const auto& [k, v] : best.items()) s[k] = v;
+  s["runner_up"] = ranked.size() > 1 ? entry(*ranked[1]) : json(nullptr);
+  return s;
+}
+
 }  // namespace
+
+std::string budget_phrase(const json& budget, bool every_setting, const json& reference) {
+  auto value = [](const json& v) {
+    if (!v.is_array()) return v.is_string() ? v.get<std::string>() : v.dump();
+    std::string s;
+    for (const auto& e : v) s += (s.empty() ? "" : "/") + (e.is_string() ? e.get<std::string>() : e.dump());
+    return s;
+  };
+  auto count = [&](const char* key, const char* one, const char* many) {
+    const auto& v = budget[key];
+    return value(v) + " " + (v.is_number() && v.get<double>() == 1 ? one : many);
+  };
+  std::vector<std::string> parts;
+  if (budget.contains("n")) parts.push_back("n = " + value(budget["n"]));
+  if (budget.contains("epochs")) parts.push_back(count("epochs", "epoch", "epochs"));
+  if (budget.contains("seeds")) parts.push_back(count("seeds", "seed", "seeds"));
+  for (const auto& [k, v] : budget.items()) {
+    if (k == "n" || k == "epochs" || k == "seeds") continue;
+    const bool differs = reference.is_object() && (!reference.contains(k) || reference[k] != v);
+    if (every_setting || differs) parts.push_back(k + " = " + value(v));
+  }
+  std::string s;
+  for (const auto& p : parts) s += (s.empty() ? "" : ", ") + p;
+  return s;
+}
+
+std::string table_heading(const json& t) {
+  std::string h = t["title"];
+  if (t.contains("budget") && !t.value("at_paper_budget", false))
+    h += " — run at " + budget_phrase(t["budget"], false, t.value("paper_budget", json())) + " (reduced budget)";
+  return h;
+}
 
 GrokMetrics grok_metrics(const json& run, int sustained_windows) {
   GrokMetrics g;
@@ -184,9 +326,12 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
     const auto current = fs::path(definitions_dir) / (ex.name + ".json");
     if (fs::exists(current)) {
       auto cur = resolve(load_definition(current.string()), meta["profile"], current.string());
-      json grid = json::array();
-      for (const auto& r : cur.runs) grid.push_back({{"id", r.id}, {"train", r.train}});
-      if (grid == meta["grid"]) {
+      // The same runs with the same settings, in any order (the order runs are scheduled in is not
+      // part of what they measured).
+      std::map<std::string, json> grid, stored;
+      for (const auto& r : cur.runs) grid[r.id] = r.train;
+      for (const auto& r : meta["grid"]) stored[r.value("id", "")] = r.value("train", json());
+      if (grid == stored && grid.size() == meta["grid"].size()) {
         ex = std::move(cur);
         definition_used = "experiments/" + ex.name + ".json";
       }
@@ -275,6 +420,12 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
         arm["acc_mean"] = mean(acc);
         if (int(acc.size()) > ddof) arm["acc_sd"] = standard_deviation(acc, ddof);
         put_mean("train_acc", "train_acc_mean");
+        const auto val = collect("val_acc");
+        if (!val.empty()) {
+          arm["val_acc_mean"] = mean(val);
+          arm["val_seeds"] = val.size();
+          if (int(val.size()) > ddof) arm["val_acc_sd"] = standard_deviation(val, ddof);
+        }
         put_mean("iso_final", "iso_final_mean");
         const auto iso = collect("iso_max_run");
         arm["iso_max_run"] = *std::max_element(iso.begin(), iso.end());
@@ -312,12 +463,14 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
     // definition's named contrasts.
     auto compare = [&](const std::string& aid, const std::string& bid) {
       std::vector<double> x, y;
+      json per_seed = json::array();
       for (const auto& [seed, v] : metric[aid])
         if (metric[bid].count(seed) && std::isfinite(v) && std::isfinite(metric[bid][seed])) {
           x.push_back(v);
           y.push_back(metric[bid][seed]);
+          per_seed.push_back({{"seed", seed}, {"diff", v - metric[bid][seed]}});
         }
-      json c = {{"pairs", x.size()}};
+      json c = {{"pairs", x.size()}, {"differences", per_seed}};
       if (x.size() >= 2) {
         const auto p = compare_paired(x, y, resamples, bootstrap_seed);
         c["diff_mean"] = p.mean_difference;
@@ -353,9 +506,19 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
       if (k.contains("paper")) c["paper"] = k["paper"];
       group["contrasts"].push_back(c);
     }
+    if (d.contains("select")) group["selection"] = select_on_validation(group, d["select"]);
     groups.push_back(group);
   }
   table["groups"] = groups;
+  // Model selection is within a group (a group is a setting such as n that selection must not cross).
+  if (d.contains("select") && groups.size() == 1) table["selection"] = groups[0]["selection"];
+  // The budget run and the paper's: a claim the paper states at its budget is decided only by a table
+  // run at it (see build_ledger).
+  const auto paper = resolve(d, "paper", ex.source);
+  table["budget"] = grid_budget(ex);
+  table["paper_budget"] = grid_budget(paper);
+  table["differs_from_paper"] = differences_from_paper(ex, paper);
+  table["at_paper_budget"] = table["differs_from_paper"].empty();
   double max_epochs = 0;
   for (const auto& r : ex.runs) max_epochs = std::max(max_epochs, r.train.value("epochs", 0.0));
   table["epochs"] = std::int64_t(max_epochs);
@@ -369,10 +532,19 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
 std::string table_markdown(const json& t) {
   std::ostringstream md;
   const bool grok = t["analysis"] == "grok";
-  md << "# " << t["title"].get<std::string>() << "\n\n";
+  md << "# " << table_heading(t) << "\n\n";
   md << "- Paper: " << t["section"].get<std::string>() << "\n";
   md << "- Profile: `" << t["profile"].get<std::string>() << "` — reductions: " << t["reductions"].get<std::string>()
      << "\n";
+  if (t.contains("budget")) {
+    md << "- Budget run: " << budget_phrase(t["budget"]);
+    if (t.value("at_paper_budget", false))
+      md << " (the paper's)";
+    else
+      md << " (reduced: the paper's claims at " << budget_phrase(t["paper_budget"])
+         << " are not decided by this table)";
+    md << "\n";
+  }
   std::string ds;
   for (const auto& d : t["datasets"]) ds += (ds.empty() ? "" : ", ") + d.get<std::string>();
   std::string dev;
@@ -390,11 +562,16 @@ std::string table_markdown(const json& t) {
   auto scin = [](const json& o, const char* k) -> std::string {
     return o.contains(k) && o[k].is_number() ? sci(o[k].get<double>()) : "–";
   };
+  // A validation-accuracy column only for tables whose runs hold a validation split.
+  bool has_val = false;
+  for (const auto& g : t["groups"])
+    for (const auto& a : g["arms"]) has_val = has_val || a.contains("val_acc_mean");
   for (const auto& g : t["groups"]) {
     if (t["groups"].size() > 1) md << "## " << g["label"].get<std::string>() << "\n\n";
     if (!grok) {
-      md << "| arm | seeds | test acc % (paper) | Δ vs baseline pp (paper) | 95% CI | t (paper) | p | wins (paper) "
-            "| iso final | iso max | s/epoch |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+      md << "| arm | seeds | test acc % (paper) | " << (has_val ? "val acc % | " : "")
+         << "Δ vs baseline pp (paper) | 95% CI | t (paper) | p | wins (paper) | iso final | iso max | s/epoch |\n"
+         << "|---|---|---|" << (has_val ? "---|" : "") << "---|---|---|---|---|---|---|---|\n";
     } else {
       md << "| arm | seeds | grokked (paper) | median grok epoch (paper) | sustained k=3 (paper) | median memorized "
             "(paper) | tail mean (paper) | end mean (paper) | Δ tail vs baseline (paper) | 95% CI | t (paper) | p | "
@@ -419,7 +596,13 @@ std::string table_markdown(const json& t) {
                                             : "–";
       const std::string label = a.value("label", a["id"].get<std::string>());
       if (!grok) {
-        md << "| " << label << " | " << seeds << " | " << cell(acc, paper, "acc") << " | " << cell(diff, paper, "diff")
+        std::string val = "–";
+        if (a.contains("val_acc_mean")) {
+          val = fixed(a["val_acc_mean"].get<double>(), 2);
+          if (a.contains("val_acc_sd")) val += " ± " + fixed(a["val_acc_sd"].get<double>(), 2);
+        }
+        md << "| " << label << " | " << seeds << " | " << cell(acc, paper, "acc") << " | "
+           << (has_val ? val + " | " : "") << cell(diff, paper, "diff")
            << " | " << ci << " | " << cell(num(c, "t", 2), paper, "t") << " | " << scin(c, "p") << " | "
            << cell(wins, paper, "wins") << " | " << scin(a, "iso_final_mean") << " | " << scin(a, "iso_max_run")
            << " | " << num(a, "seconds_per_epoch", 2) << " |\n";
@@ -458,6 +641,22 @@ std::string table_markdown(const json& t) {
            << scin(c, "p") << " | " << cell(wins, paper, "wins") << " |\n";
       }
       md << "\n";
+    }
+    if (g.contains("selection")) {
+      const auto& s = g["selection"];
+      md << "Selected on the validation split: ";
+      if (s["arm"].is_null()) {
+        md << "none (" << s.value("why", "") << ")";
+      } else {
+        md << s["label"].get<std::string>() << " (val acc " << fixed(s["val_acc"].get<double>(), 2) << "%, "
+           << s["seeds"].get<int>() << "/" << s["planned"].get<int>() << " seeds";
+        if (s["runner_up"].is_object())
+          md << "; runner-up " << s["runner_up"]["label"].get<std::string>() << ", "
+             << fixed(s["runner_up"]["val_acc"].get<double>(), 2) << "%";
+        md << ")";
+      }
+      if (!s.value("statement", "").empty()) md << " — " << s["statement"].get<std::string>();
+      md << "\n\n";
     }
   }
   bool extra = false;

@@ -29,5 +29,9 @@ expect 2 "holds a different grid" -- "$stiefel" experiment table6 --profile smok
 expect 2 "not-a-folder: not a results folder" -- "$stiefel" report "$work/not-a-folder" --out "$work/r"
 expect 2 "experiment.json: not written by" -- "$stiefel" report "$work/c" --out "$work/r"
 expect 2 "claims.json: cannot be read" -- "$stiefel" report --out "$work/r" --claims "$work/claims.json"
+# A claim's "budget" names settings of `stiefel train`: a typo would let other budgets decide it.
+printf '{"claims": [{"id": "k", "claim": "x", "where": "s", "paper": "p", "kind": "empirical", "experiment": "table6",\n "budget": ["epoch"], "ref": {"arm": "b2", "field": "x"}, "rule": {"type": "positive"}}]}' > "$work/budget.json"
+expect 2 'budget.json: claim k: "budget" "epoch" is not a `stiefel train` setting' -- \
+  "$stiefel" report --out "$work/r" --claims "$work/budget.json"
 [ ! -e "$work/r" ] || { echo "FAIL: a refused report wrote $work/r"; exit 1; }
 echo "bad input refused"

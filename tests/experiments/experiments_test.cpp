@@ -1,9 +1,20 @@
-// Experiment grids, grokking metrics and ledger verdicts on hand-made records with known answers.
+// Experiment grids, grokking metrics, tables, budgets and ledger verdicts on hand-made records with known
+// answers.
 #include <gtest/gtest.h>
 
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/ledger.h>
+#include <stiefel/reports/plots.h>
 #include <stiefel/reports/tables.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
 
 namespace {
 
@@ -26,11 +37,15 @@ TEST(ExperimentGrid, GroupsArmsSeedsWithLaterLayersWinning) {
   ASSERT_EQ(ex.runs.size(), 2u * (3 + 2));
   EXPECT_EQ(ex.runs[0].id, "g1/a/seed-0");
   EXPECT_EQ(ex.runs[0].train["n"], 200);   // group over definition
-  EXPECT_EQ(ex.runs[3].id, "g1/b/seed-0");
-  EXPECT_EQ(ex.runs[3].train["epochs"], 9);  // arm over definition
+  // Seed-major: every arm of seed 0, then of seed 1, … (b has two seeds).
+  EXPECT_EQ(ex.runs[1].id, "g1/b/seed-0");
+  EXPECT_EQ(ex.runs[2].id, "g1/a/seed-1");
+  EXPECT_EQ(ex.runs[4].id, "g1/a/seed-2");
+  EXPECT_EQ(ex.runs[1].train["epochs"], 9);  // arm over definition
+  EXPECT_EQ(ex.runs[5].id, "g2/a/seed-0");
   EXPECT_EQ(ex.runs[5].train["n"], 100);
   const auto cpu = resolve(definition(), "cpu", "t.json");
-  EXPECT_EQ(cpu.runs[3].train["epochs"], 2);  // profile over arm
+  EXPECT_EQ(cpu.runs[1].train["epochs"], 2);  // profile over arm
   EXPECT_EQ(cpu.runs.size(), 2u * (6 + 2));
   const auto smoke = resolve(definition(), "smoke", "t.json");
   ASSERT_EQ(smoke.runs.size(), 2u);
@@ -69,19 +84,51 @@ TEST(GrokMetrics, FirstCrossingSustainedAndTail) {
   EXPECT_FALSE(never.sustained.has_value());
 }
 
+// A hand-made table at the paper's budget in which every arm has completed every seed: arm b against
+// the baseline a, and the contrast "b-vs-a" reading the same comparison.
 json table_with(double lo, double hi, double iso_a, double iso_b) {
-  return {{"experiment", "t"}, {"profile", "cpu"}, {"datasets", {"D"}},
-          {"groups", {{{"id", "main"}, {"contrasts", json::array()},
-                       {"arms", {{{"id", "a"}, {"n", 6}, {"iso", iso_a}},
-                                 {{"id", "b"}, {"n", 6}, {"iso", iso_b},
-                                  {"vs_baseline", {{"diff_mean", (lo + hi) / 2}, {"ci_low", lo}, {"ci_high", hi},
-                                                   {"wins", 5}, {"pairs", 6}}}}}}}}}};
+  const json c = {{"diff_mean", (lo + hi) / 2}, {"ci_low", lo}, {"ci_high", hi}, {"wins", 5}, {"pairs", 6}};
+  const json budget = {{"n", 100}, {"epochs", 4}, {"seeds", 6}};
+  return {{"experiment", "t"}, {"profile", "paper"}, {"datasets", {"D"}}, {"baseline", "a"},
+          {"budget", budget}, {"paper_budget", budget}, {"differs_from_paper", json::array()},
+          {"at_paper_budget", true},
+          {"groups", {{{"id", "main"},
+                       {"contrasts",
+                        {{{"id", "b-vs-a"}, {"arm", "b"}, {"baseline", "a"}, {"n", 6}, {"vs_baseline", c}}}},
+                       {"arms", {{{"id", "a"}, {"n", 6}, {"planned", 6}, {"iso", iso_a}},
+                                 {{"id", "b"}, {"n", 6}, {"planned", 6}, {"iso", iso_b}, {"vs_baseline", c}}}}}}}};
+}
+
+// The same table run at a reduced budget (n 50, 2 epochs, 3 of the paper's 6 seeds).
+json reduced(json table) {
+  table["profile"] = "cpu";
+  table["budget"] = {{"n", 50}, {"epochs", 2}, {"seeds", 3}};
+  table["differs_from_paper"] = json::array({"epochs", "n", "seeds"});
+  table["at_paper_budget"] = false;
+  for (auto& a : table["groups"][0]["arms"]) a["n"] = a["planned"] = 3;
+  return table;
+}
+
+json& arm_of(json& table, const char* id) {
+  for (auto& a : table["groups"][0]["arms"])
+    if (a["id"] == id) return a;
+  throw std::logic_error(std::string("no arm ") + id);
+}
+
+json claims_with(const json& rule, const json& ref, const json& budget = nullptr) {
+  json c = {{"id", "c"}, {"claim", "x"}, {"where", "§"}, {"paper", "p"}, {"kind", "empirical"},
+            {"experiment", "t"}, {"ref", ref}, {"rule", rule}};
+  if (!budget.is_null()) c["budget"] = budget;
+  return {{"claims", {c}}};
+}
+
+json ledger_row(const json& rule, const std::vector<json>& tables, const char* field = "vs_baseline.diff_mean",
+                const json& budget = nullptr) {
+  return build_ledger(claims_with(rule, {{"arm", "b"}, {"field", field}}, budget), tables, nullptr)["claims"][0];
 }
 
 std::string verdict(const json& rule, const json& table, const char* field = "vs_baseline.diff_mean") {
-  json claims = {{"claims", {{{"id", "c"}, {"claim", "x"}, {"where", "§"}, {"paper", "p"}, {"kind", "empirical"},
-                              {"experiment", "t"}, {"ref", {{"arm", "b"}, {"field", field}}}, {"rule", rule}}}}};
-  return build_ledger(claims, {table}, nullptr)["claims"][0]["verdict"];
+  return ledger_row(rule, {table}, field)["verdict"];
 }
 
 TEST(Ledger, VerdictRules) {
@@ -118,6 +165,281 @@ TEST(Ledger, RunsShorterThanTheClaimDecideNothing) {
   EXPECT_EQ(row["evidence"][0]["verdict"], "untestable");
   table["epochs"] = 20000;
   EXPECT_EQ(build_ledger(claims, {table}, nullptr)["claims"][0]["verdict"], "confirmed");
+}
+
+TEST(Ledger, AReducedBudgetNeverDecidesAVerdict) {
+  const json pos = {{"type", "positive"}};
+  auto row = ledger_row(pos, {reduced(table_with(1, 3, 1, 1))});
+  EXPECT_EQ(row["verdict"], "not run");
+  EXPECT_TRUE(row["evidence"].empty());
+  ASSERT_EQ(row["reduced_evidence"].size(), 1u);
+  EXPECT_EQ(row["reduced_evidence"][0]["verdict"], "confirmed");
+  EXPECT_EQ(row["reduced_verdict"], "cpu (n = 50, 2 epochs, 3 seeds): confirmed");
+  // Beside a complete paper-budget table, the reduced one keeps its own verdict and the paper's decides.
+  row = ledger_row(pos, {reduced(table_with(-3, -1, 1, 1)), table_with(1, 3, 1, 1)});
+  EXPECT_EQ(row["verdict"], "confirmed");
+  EXPECT_EQ(row["reduced_verdict"], "cpu (n = 50, 2 epochs, 3 seeds): refuted");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["profile"], "paper");
+  // A table that records no budget (not written by analyse_results) is not taken to be at the paper's.
+  auto unknown = table_with(1, 3, 1, 1);
+  unknown.erase("at_paper_budget");
+  EXPECT_EQ(verdict(pos, unknown), "not run");
+  const auto ledger = build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}),
+                                   {reduced(table_with(1, 3, 1, 1))}, nullptr);
+  EXPECT_EQ(ledger["summary"]["not_run"], 1);
+  EXPECT_EQ(ledger["summary"]["confirmed"], 0);
+  EXPECT_EQ(ledger["summary"]["with_reduced_evidence"], 1);
+  const auto md = ledger_markdown(ledger);
+  EXPECT_NE(md.find("| # | claim | where | paper | ours at the paper's budget | verdict | reduced-budget evidence | "
+                    "reduced-budget verdict |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| **not run** | cpu (n = 50, 2 epochs, 3 seeds): "), std::string::npos) << md;
+  EXPECT_NE(md.find(" | cpu (n = 50, 2 epochs, 3 seeds): confirmed |"), std::string::npos) << md;
+}
+
+TEST(Ledger, APaperBudgetTableWithMissingSeedsIsInterim) {
+  const json pos = {{"type", "positive"}};
+  auto t = table_with(1, 3, 1, 1);
+  arm_of(t, "b")["n"] = 5;
+  auto row = ledger_row(pos, {t});
+  EXPECT_EQ(row["verdict"], "not run");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["verdict"], "interim (5 of 6 seeds)");
+  // A difference against the baseline reads the baseline's seeds too; a field of the arm alone does not.
+  t = table_with(1, 3, 1, 1.5);
+  arm_of(t, "a")["n"] = 4;
+  EXPECT_EQ(ledger_row(pos, {t})["evidence"][0]["verdict"], "interim (4 of 6 seeds)");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 2.0}}, t, "iso"), "confirmed");
+  // A contrast reads its arm and its baseline; a ratio reads its denominator's arm.
+  const auto contrast = build_ledger(claims_with(pos, {{"contrast", "b-vs-a"}, {"field", "vs_baseline.diff_mean"}}),
+                                     {t}, nullptr)["claims"][0];
+  EXPECT_EQ(contrast["verdict"], "not run");
+  EXPECT_EQ(contrast["evidence"][0]["verdict"], "interim (4 of 6 seeds)");
+  const json ratio = {{"type", "ratio_above"}, {"value", 1.0}, {"denominator", {{"arm", "a"}, {"field", "iso"}}}};
+  EXPECT_EQ(verdict(ratio, t, "iso"), "not run");
+  arm_of(t, "a")["n"] = 6;
+  EXPECT_EQ(verdict(ratio, t, "iso"), "confirmed");
+  // The interim table decides nothing even beside a reduced one that is complete.
+  t = table_with(1, 3, 1, 1);
+  arm_of(t, "b")["n"] = 2;
+  row = ledger_row(pos, {t, reduced(table_with(-3, -1, 1, 1))});
+  EXPECT_EQ(row["verdict"], "not run");
+  EXPECT_EQ(row["reduced_verdict"], "cpu (n = 50, 2 epochs, 3 seeds): refuted");
+  EXPECT_EQ(build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}), {t},
+                         nullptr)["summary"]["interim"],
+            1);
+}
+
+TEST(Ledger, AClaimsBudgetListLetsAnUnlistedSettingDiffer) {
+  const json pos = {{"type", "positive"}};
+  auto t = table_with(1, 3, 1, 1);
+  t["profile"] = "long";
+  t["at_paper_budget"] = false;
+  t["differs_from_paper"] = json::array({"n"});
+  EXPECT_EQ(ledger_row(pos, {t})["verdict"], "not run");
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs"}))["verdict"], "confirmed");
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs", "n"}))["verdict"], "not run");
+  // The seed list always counts, listed or not.
+  t["differs_from_paper"] = json::array({"seeds"});
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs"}))["verdict"], "not run");
+  t["differs_from_paper"] = json::array({"n", "runs"});
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs"}))["verdict"], "not run");
+  // Malformed lists name the file and the claim.
+  t["differs_from_paper"] = json::array({"n"});
+  const std::vector<json> malformed = {json("epochs"), json::array(), json::array({"epoch"}), json::array({3}),
+                                       json::array({"device"})};
+  for (const json& bad : malformed) {
+    try {
+      build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}, bad), {t}, nullptr,
+                   "experiments/claims.json");
+      ADD_FAILURE() << "accepted \"budget\": " << bad.dump();
+    } catch (const ExperimentError& e) {
+      EXPECT_NE(std::string(e.what()).find("experiments/claims.json: claim c: \"budget\""), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+namespace fs = std::filesystem;
+
+// A results folder written the way `stiefel experiment` writes one, for analyse_results.
+struct ResultsFolder {
+  fs::path dir;
+  explicit ResultsFolder(const std::string& name)
+      : dir(fs::temp_directory_path() / ("stiefel-experiments-test-" + std::to_string(::getpid()) + "-" + name)) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~ResultsFolder() { fs::remove_all(dir); }
+  void write(const fs::path& rel, const json& j) const {
+    fs::create_directories((dir / rel).parent_path());
+    std::ofstream(dir / rel) << j.dump(2);
+  }
+  ResolvedExperiment grid(const json& definition, const std::string& profile) const {
+    const auto ex = resolve(definition, profile, "t.json");
+    json grid = json::array();
+    for (const auto& r : ex.runs) grid.push_back({{"id", r.id}, {"train", r.train}});
+    write("experiment.json", {{"definition", definition}, {"profile", profile}, {"grid", grid}, {"source", "t.json"}});
+    return ex;
+  }
+};
+
+// A completed image run evaluated every second epoch and at the last: test and validation accuracy
+// rise to their final values.
+json image_run(int epochs, double test, double val) {
+  json r = {{"status", "completed"}, {"config", {{"epochs", epochs}, {"task", "image"}, {"device", "cpu"}}},
+            {"dataset", {{"name", "D"}}}, {"epochs", json::array()}};
+  for (int e = 1; e <= epochs; ++e) {
+    json m = {{"epoch", e}, {"train_acc", 0.5}, {"isometry_error_max", 1e-8}, {"seconds", 1.0}};
+    if (e % 2 == 0 || e == epochs) {
+      m["test_acc"] = test - 0.01 * (epochs - e);
+      m["val_acc"] = val - 0.01 * (epochs - e);
+    }
+    r["epochs"].push_back(m);
+  }
+  r["final"] = r["epochs"].back();
+  return r;
+}
+
+json selection_definition() {
+  return json::parse(R"json({
+    "name": "sel", "title": "Selection (n = 100, 5 epochs)", "task": "image", "analysis": "paired", "seeds": 2,
+    "baseline": "a", "train": {"n": 100, "epochs": 5, "val_n": 50},
+    "arms": [{"id": "a", "label": "A", "train": {"arm": "a2"}}, {"id": "b", "label": "B", "train": {"arm": "b2"}},
+             {"id": "c", "label": "C", "variant": true, "train": {"arm": "b2-sgd"}}],
+    "select": {"metric": "val_acc", "statement": "the paper selects on the validation split"},
+    "plots": ["accuracy", "paired"],
+    "profiles": {"paper": {}, "cpu": {"reductions": "batch", "train": {"batch": 128}},
+                 "where": {"reductions": "none", "train": {"data": "cifar10:/elsewhere"}},
+                 "eval": {"reductions": "evaluation", "train": {"eval_every": 2}},
+                 "fewer": {"reductions": "seeds", "seeds": 1},
+                 "smoke": {"seeds": 1, "train": {"n": 10, "epochs": 1}}}
+  })json");
+}
+
+TEST(Tables, SelectionPicksTheHighestMeanValidationAccuracy) {
+  ResultsFolder f("selection");
+  const auto ex = f.grid(selection_definition(), "paper");
+  using PerSeed = std::map<std::string, std::array<double, 2>>;
+  const PerSeed val = {{"a", {0.40, 0.42}}, {"b", {0.50, 0.52}}, {"c", {0.45, 0.47}}};
+  const PerSeed test = {{"a", {0.30, 0.31}}, {"b", {0.35, 0.37}}, {"c", {0.60, 0.61}}};
+  for (const auto& r : ex.runs)
+    f.write(fs::path("runs") / r.id / "run.json", image_run(5, test.at(r.arm)[r.seed], val.at(r.arm)[r.seed]));
+  const auto t = analyse_results(f.dir.string(), 200);
+  EXPECT_TRUE(t["at_paper_budget"].get<bool>());
+  ASSERT_TRUE(t.contains("selection"));
+  const auto& s = t["selection"];
+  EXPECT_EQ(s["arm"], "b");  // the highest validation accuracy, though c has the highest test accuracy
+  EXPECT_NEAR(s["val_acc"].get<double>(), 51.0, 1e-9);
+  EXPECT_EQ(s["runner_up"]["arm"], "c");
+  EXPECT_NEAR(s["runner_up"]["val_acc"].get<double>(), 46.0, 1e-9);
+  const auto& arms = t["groups"][0]["arms"];
+  EXPECT_NEAR(arms[0]["val_acc_mean"].get<double>(), 41.0, 1e-9);
+  EXPECT_NEAR(arms[0]["val_acc_sd"].get<double>(), std::sqrt(2.0), 1e-9);
+  // Paired differences per seed (pp), for the "paired" figure.
+  const auto& d = arms[1]["vs_baseline"]["differences"];
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_NEAR(d[1]["diff"].get<double>(), 6.0, 1e-9);
+  // The accuracy curve holds the evaluated epochs' test accuracy, with its band over seeds.
+  const auto& c = arms[0]["curve"];
+  EXPECT_TRUE(c["test_acc"][0].is_null());  // epoch 1 was not evaluated
+  EXPECT_NEAR(c["test_acc_min"][1].get<double>(), 0.27, 1e-9);
+  EXPECT_NEAR(c["test_acc_max"][1].get<double>(), 0.28, 1e-9);
+  const auto md = table_markdown(t);
+  EXPECT_NE(md.find("Selected on the validation split: B (val acc 51.00%, 2/2 seeds; runner-up C, 46.00%)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| val acc % |"), std::string::npos);
+  EXPECT_NE(md.find("- Budget run: n = 100, 5 epochs, 2 seeds, val_n = 50 (the paper's)"), std::string::npos) << md;
+  // Both new figures are drawn, when gnuplot is here to draw them.
+  if (std::system("gnuplot --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
+  const auto files = draw_plots(t, (f.dir / "report").string(), "sel-paper");
+  ASSERT_EQ(files.size(), 2u);
+  for (const auto& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    std::string head(8, '\0');
+    in.read(head.data(), 8);
+    EXPECT_EQ(head, std::string("\x89PNG\r\n\x1a\n", 8)) << file;
+  }
+}
+
+TEST(Tables, AtPaperBudgetOnlyWhenEveryTrainSettingButDataAndDeviceMatches) {
+  ResultsFolder f("budget");
+  auto analyse = [&](const std::string& profile) {
+    f.grid(selection_definition(), profile);
+    return analyse_results(f.dir.string(), 200);
+  };
+  const auto paper = analyse("paper");
+  EXPECT_TRUE(paper["at_paper_budget"].get<bool>());
+  EXPECT_EQ(paper["budget"], json({{"n", 100}, {"epochs", 5}, {"val_n", 50}, {"seeds", 2}}));
+  EXPECT_TRUE(analyse("where")["at_paper_budget"].get<bool>());
+  const auto cpu = analyse("cpu");
+  EXPECT_FALSE(cpu["at_paper_budget"].get<bool>());
+  EXPECT_EQ(cpu["differs_from_paper"], json::array({"batch"}));
+  EXPECT_EQ(cpu["budget"]["batch"], 128);
+  EXPECT_EQ(cpu["paper_budget"], paper["budget"]);
+  const auto eval = analyse("eval");
+  EXPECT_FALSE(eval["at_paper_budget"].get<bool>());
+  EXPECT_EQ(eval["differs_from_paper"], json::array({"eval_every"}));
+  const auto fewer = analyse("fewer");
+  EXPECT_FALSE(fewer["at_paper_budget"].get<bool>());
+  EXPECT_EQ(fewer["differs_from_paper"], json::array({"seeds"}));
+  const auto smoke = analyse("smoke");
+  EXPECT_EQ(smoke["differs_from_paper"], json::array({"epochs", "n", "seeds"}));
+  const auto md = table_markdown(smoke);
+  EXPECT_EQ(md.rfind("# Selection (n = 100, 5 epochs) — run at n = 10, 1 epoch, 1 seed (reduced budget)\n", 0), 0u)
+      << md;
+  EXPECT_NE(md.find("- Budget run: n = 10, 1 epoch, 1 seed, val_n = 50 (reduced: the paper's claims at n = 100, 5 "
+                    "epochs, 2 seeds, val_n = 50 are not decided by this table)"),
+            std::string::npos)
+      << md;
+  // A setting outside n, epochs and seeds that differs appears in the heading.
+  EXPECT_EQ(table_heading(cpu),
+            "Selection (n = 100, 5 epochs) — run at n = 100, 5 epochs, 2 seeds, batch = 128 (reduced budget)");
+  EXPECT_EQ(table_heading(paper), "Selection (n = 100, 5 epochs)");
+}
+
+TEST(Tables, TheCurrentDefinitionLabelsResultsOfTheSameGridInAnyOrder) {
+  ResultsFolder f("current");
+  f.grid(selection_definition(), "paper");
+  // Stored in another order (results written before the grid became seed-major).
+  auto meta = read_json_file((f.dir / "experiment.json").string());
+  std::reverse(meta["grid"].begin(), meta["grid"].end());
+  f.write("experiment.json", meta);
+  auto current = selection_definition();
+  current["profiles"]["cpu"]["seeds"] = 6;
+  current["arms"][0]["label"] = "A, relabelled";
+  f.write("definitions/sel.json", current);
+  auto t = analyse_results(f.dir.string(), 200, 0, (f.dir / "definitions").string());
+  EXPECT_EQ(t["definition"], "experiments/sel.json");
+  EXPECT_EQ(t["groups"][0]["arms"][0]["label"], "A, relabelled");
+  // A different grid keeps the stored definition.
+  current["train"]["epochs"] = 6;
+  f.write("definitions/sel.json", current);
+  t = analyse_results(f.dir.string(), 200, 0, (f.dir / "definitions").string());
+  EXPECT_EQ(t["definition"], "stored with the results");
+  EXPECT_EQ(t["groups"][0]["arms"][0]["label"], "A");
+}
+
+TEST(ExperimentDefinition, SelectVariantAndValidationSplit) {
+  ResultsFolder f("definitions");
+  auto load = [&](const json& d) {
+    f.write("d.json", d);
+    return load_definition((f.dir / "d.json").string());
+  };
+  auto good = selection_definition();
+  good["profiles"]["cpu"]["seeds"] = 6;  // a cpu profile keeps six paired seeds
+  EXPECT_NO_THROW(load(good));
+  auto bad = good;
+  bad["select"] = {{"metric", "test_acc"}};
+  EXPECT_THROW(load(bad), ExperimentError);
+  bad = good;
+  bad["arms"][2]["variant"] = "yes";
+  EXPECT_THROW(load(bad), ExperimentError);
+  bad = good;
+  bad["train"]["val_split"] = 50;
+  EXPECT_THROW(load(bad), ExperimentError);
 }
 
 TEST(Ledger, TheoryClaimsFollowTheCertificate) {

@@ -190,5 +190,20 @@ TEST(Patches, ValidationSplitIsTheNextImagesAndTouchesNothingElse) {
   EXPECT_THROW(prepare_patch_data(train, test, n, 8, 64, 300, 5, "synthetic", -1), std::invalid_argument);
 }
 
+TEST(Patches, ChunkedPipelineEqualsTheWholeBatchBitForBit) {
+  // prepare_patch_data runs the pipeline in chunks of 1024 images; every stage works row by row,
+  // so the chunks must reproduce the one-batch result exactly.
+  const ImageSet s = hashed_images(2500, 3);
+  const auto whole = contrast_normalise(extract_patches(s, 0, 2500, 8));
+  std::vector<torch::Tensor> parts;
+  for (std::int64_t i = 0; i < 2500; i += 1024)
+    parts.push_back(contrast_normalise(extract_patches(s, i, std::min<std::int64_t>(1024, 2500 - i), 8)));
+  EXPECT_TRUE(torch::equal(torch::cat(parts), whole));
+  const auto w = Whitener::fit(whole.reshape({-1, 192}).slice(0, 0, 5000), 100, 0.1);
+  const auto one_batch = (whole.to(torch::kFloat64) - w.mean).matmul(w.projection).to(torch::kFloat32);
+  EXPECT_TRUE(torch::equal(w.apply(whole), one_batch));  // apply() chunks inputs over 1024 rows
+  EXPECT_FALSE(torch::equal(w.apply(whole.slice(0, 1, 2501 - 1)), one_batch.slice(0, 0, 2499)));  // control
+}
+
 }  // namespace
 }  // namespace stiefel::training

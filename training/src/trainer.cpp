@@ -146,10 +146,32 @@ Data load_data(const TrainConfig& c) {
   return d;
 }
 
+// Writes through a temporary file in the same folder, then renames it into place: a reader never
+// sees half a file. A failed write (disk full, no permission) removes the temporary and throws,
+// naming the file.
 void write_atomically(const fs::path& path, const std::function<void(const std::string&)>& writer) {
   const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  writer(tmp);
-  fs::rename(tmp, path);
+  try {
+    writer(tmp);
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw std::runtime_error(path.string() + ": cannot write (" + e.what() + ")");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error(path.string() + ": cannot rename the temporary file into place (" + ec.message() + ")");
+  }
+}
+
+void write_text(const std::string& tmp, const std::string& text) {
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error("cannot open " + tmp);
+  out << text;
+  out.flush();
+  if (!out) throw std::runtime_error("write to " + tmp + " failed");
 }
 
 double schedule_factor(std::int64_t step, std::int64_t warmup, std::int64_t total, bool cosine) {
@@ -501,7 +523,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     });
     lap("checkpoint");
     run["stage_seconds"] = stage_seconds;
-    write_atomically(run_path, [&](const std::string& tmp) { std::ofstream(tmp) << run.dump(2) << "\n"; });
+    write_atomically(run_path, [&](const std::string& tmp) { write_text(tmp, run.dump(2) + "\n"); });
     if (!c.quiet) {
       if (tty) progress << "\r";
       progress << "epoch " << epoch + 1 << "/" << c.epochs << "  loss " << std::setprecision(4)

@@ -39,6 +39,9 @@ nlohmann::json load_definition(const std::string& path);
 // The grid of one profile. Throws ExperimentError for an unknown profile or a bad override.
 ResolvedExperiment resolve(const nlohmann::json& definition, const std::string& profile, const std::string& source);
 
+// Whether KEY is a `stiefel train` option a definition may set (in its JSON spelling, e.g. "test_n").
+bool is_train_option(const std::string& key);
+
 // The command-line arguments of `stiefel train` for one run (without --out/--resume).
 std::vector<std::string> train_arguments(const RunSpec& run);
 

@@ -1,6 +1,10 @@
 // The claims ledger: every numeric claim of the paper (experiments/claims.json) with our value and a
 // verdict — theory claims read from the certificate, empirical ones from the analysed tables. A
 // verdict is confirmed, not confirmed, refuted or not run; each rule is stated in the claim.
+// Verdicts never cross budgets: an empirical claim is decided only by a table run at the paper's
+// budget (or at the settings the claim lists in "budget", with the same seeds) that has completed
+// every seed of the arms the claim reads; such a table with seeds missing is interim evidence, and a
+// reduced-budget table gets its own "reduced_verdict" beside the claim's.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -10,9 +14,10 @@
 namespace stiefel::reports {
 
 // tables: analysed tables (analyse_results) of any experiments and profiles; certificate: the JSON
-// certificate (or null). Smoke-profile tables never decide a verdict.
+// certificate (or null); source: the claims file's name, for errors (a malformed "budget" list throws
+// ExperimentError naming it and the claim). Smoke-profile tables are not shown.
 nlohmann::json build_ledger(const nlohmann::json& claims, const std::vector<nlohmann::json>& tables,
-                            const nlohmann::json& certificate);
+                            const nlohmann::json& certificate, const std::string& source = "claims file");
 
 std::string ledger_markdown(const nlohmann::json& ledger);
 

@@ -25,8 +25,23 @@ GrokMetrics grok_metrics(const nlohmann::json& run, int sustained_windows = 3);
 // Reads RESULTS/experiment.json and RESULTS/runs/*/run.json; returns the table as JSON. Labels,
 // paper values and contrasts come from DEFINITIONS/NAME.json when that file exists and describes the
 // same grid (so a corrected paper value needs no rerun), else from the copy stored with the results.
+// The table records the budget run ("budget": n, epochs, … and the seed count), the paper profile's
+// ("paper_budget"), the settings in which the grid differs from the paper's ("differs_from_paper")
+// and "at_paper_budget" (no difference but data and device); per arm the seeds completed ("n") of
+// those planned, per comparison the per-seed differences; with a definition's "select", the arm of
+// highest mean validation accuracy ("selection", per group).
 nlohmann::json analyse_results(const std::string& results_dir, int bootstrap_resamples = 20000,
                                std::uint64_t bootstrap_seed = 0, const std::string& definitions_dir = "");
+
+// "n = 5000, 12 epochs, 6 seeds": a budget (analyse_results' "budget" or "paper_budget") in words — n,
+// epochs and seeds always, the other settings too when every_setting, else those that differ from
+// reference (when it is an object). A setting that varies across the grid lists its values, a/b/c.
+std::string budget_phrase(const nlohmann::json& budget, bool every_setting = true,
+                          const nlohmann::json& reference = nullptr);
+
+// The table's title, with the budget actually run appended when it is not the paper's (for the
+// Markdown heading and the figures' titles).
+std::string table_heading(const nlohmann::json& table);
 
 // The table as Markdown, laid out like the paper's, with the paper's value beside ours.
 std::string table_markdown(const nlohmann::json& table);
