@@ -31,6 +31,23 @@ assert len(a["epochs"]) == len(b["epochs"]) == 20  # records at the evaluated ep
 print("resumed run is bit-identical to the uninterrupted one")
 PY
 
+# A resume with other settings than the interrupted run's is refused, and the run is left as it was.
+"$stiefel" "${args[@]}" --out "$work/other" &
+pid=$!
+for _ in $(seq 600); do
+  [ -f "$work/other/checkpoint.pt" ] && break
+  sleep 0.1
+done
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" 2>/dev/null || true
+before=$(sha256sum "$work/other/run.json" "$work/other/checkpoint.pt")
+set +e
+"$stiefel" "${args[@]}" --riemann-lr 0.5 --out "$work/other" --resume 2> "$work/err-other"; rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q "records another run: riemann_lr" "$work/err-other"
+[ "$before" = "$(sha256sum "$work/other/run.json" "$work/other/checkpoint.pt")" ]
+echo "a resume with other settings is refused"
+
 # Refusals: an unknown arm, a missing data folder, a truncated file; nothing is written.
 set +e
 "$stiefel" train --task image --arm nope --out "$work/bad1" 2> "$work/err1"; rc1=$?

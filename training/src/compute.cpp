@@ -4,6 +4,8 @@
 #include <malloc.h>
 #include <torch/torch.h>
 
+#include <cctype>
+#include <cstdlib>
 #include <string>
 
 namespace stiefel::training {
@@ -14,6 +16,22 @@ namespace {
 template <class F>
 F blas_symbol(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+// The vector width of ATen's CPU kernels (softmax, GELU, LayerNorm, reductions): the best the CPU
+// offers, unless ATEN_CPU_CAPABILITY asks for less. It changes results, so the record states it.
+std::string aten_cpu_capability() {
+  std::string best = "default";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) best = "avx2";
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq"))
+    best = "avx512";
+  const char* env = std::getenv("ATEN_CPU_CAPABILITY");
+  if (!env || !*env) return best;
+  std::string asked(env);
+  for (auto& ch : asked) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  const auto rank = [](const std::string& c) { return c == "avx512" ? 2 : c == "avx2" ? 1 : 0; };
+  return rank(asked) < rank(best) ? asked : best;
 }
 
 }  // namespace
@@ -50,6 +68,7 @@ nlohmann::json configure_cpu_compute(int intra_op_threads) {
   return {{"blas", blas},
           {"intra_op_threads", torch::get_num_threads()},
           {"inter_op_threads", at::get_num_interop_threads()},
+          {"aten_cpu_capability", aten_cpu_capability()},
           {"malloc", "glibc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB)"}};
 }
 

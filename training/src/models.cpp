@@ -21,7 +21,7 @@ torch::Tensor FrameAttentionImpl::forward(const torch::Tensor& x) {
   const auto v = wv->forward(x).view({b, t, heads, r}).transpose(1, 2);
   // softmax(Q Kᵀ / √r) V per (image, head), as [B·H, T, r] products of small matrices.
   const auto scores = small_bmm(q.reshape({b * heads, t, r}), k.reshape({b * heads, t, r}), false, true,
-                                1.0 / std::sqrt(double(r)));
+                                std::sqrt(double(r)));
   const auto heads_out = small_bmm(torch::softmax(scores, -1), v.reshape({b * heads, t, r}), false, false);
   return wo->forward(heads_out.view({b, heads, t, r}).transpose(1, 2).reshape({b, t, heads * r}));
 }

@@ -19,7 +19,7 @@ inline __attribute__((always_inline)) void kernel(const T* __restrict a, const T
   alignas(64) T acc[kMaxSide];
   for (std::int64_t s = 0; s < n; ++s) {
     const T* __restrict as = a + s * m * k;
-    const T* __restrict bs = b + s * k * p;
+    const T* bs = b + s * k * p;
     T* __restrict cs = c + s * m * p;
     if (trans_b) {  // B is stored p × k: transpose it once per matrix
       for (std::int64_t j = 0; j < p; ++j)
@@ -100,7 +100,7 @@ struct SmallBmm : torch::autograd::Function<SmallBmm> {
 
 void use_small_bmm_kernel(bool on) { g_kernel_on = on; }
 
-torch::Tensor small_bmm(const torch::Tensor& a, const torch::Tensor& b, bool trans_a, bool trans_b, double alpha) {
+torch::Tensor small_bmm(const torch::Tensor& a, const torch::Tensor& b, bool trans_a, bool trans_b, double divisor) {
   const bool fast = g_kernel_on && a.device().is_cpu() && b.device().is_cpu() && a.dim() == 3 && b.dim() == 3 &&
                     a.scalar_type() == b.scalar_type() &&
                     (a.scalar_type() == torch::kFloat || a.scalar_type() == torch::kDouble) &&
@@ -108,9 +108,9 @@ torch::Tensor small_bmm(const torch::Tensor& a, const torch::Tensor& b, bool tra
   if (!fast) {
     const auto x = trans_a ? a.transpose(-2, -1) : a;
     const auto y = trans_b ? b.transpose(-2, -1) : b;
-    return alpha == 1.0 ? x.matmul(y) : x.matmul(y) * alpha;
+    return divisor == 1.0 ? x.matmul(y) : x.matmul(y) / divisor;
   }
-  return SmallBmm::apply(a, b, trans_a, trans_b, alpha);
+  return SmallBmm::apply(a, b, trans_a, trans_b, 1.0 / divisor);
 }
 
 }  // namespace stiefel::training

@@ -275,6 +275,10 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     }
     if (run.value("status", "") == "completed") return run;
   }
+  const nlohmann::json stored_config =
+      run.is_object() ? run.value("config", nlohmann::json::object()) : nlohmann::json::object();
+  const std::string stored_compute =
+      run.is_object() && run.contains("compute") && run["compute"].is_object() ? run["compute"].value("mode", "") : "";
 
   Data data = load_data(c);  // may throw DataError before anything is written
   fs::create_directories(out);
@@ -352,6 +356,9 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     torch::Tensor epoch;
     archive.read("epoch", epoch);
     start_epoch = epoch.item<std::int64_t>();
+    if (start_epoch >= c.epochs && run.value("status", "") != "completed")
+      throw std::runtime_error(ckpt_path.string() + ": the checkpoint is at the last epoch but " + run_path.string() +
+                               " is not completed (a record lost by an interrupted write); rerun without --resume");
   }
   if (start_epoch == 0 || !run.contains("epochs")) {
     run = nlohmann::json::object();
@@ -380,6 +387,18 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                    {"threads", c.threads},
                    {"eval_every", c.eval_every},
                    {"val_n", c.val_n}};
+  if (start_epoch > 0) {
+    // A resume continues the same run: refuse one whose settings differ from the stored record's.
+    std::string differs;
+    for (const auto& [k, v] : run["config"].items())
+      if (stored_config.contains(k) && stored_config[k] != v)
+        differs += (differs.empty() ? "" : ", ") + k + " (" + stored_config[k].dump() + " → " + v.dump() + ")";
+    if (!stored_compute.empty() && stored_compute != c.compute)
+      differs += std::string(differs.empty() ? "" : ", ") + "compute (" + stored_compute + " → " + c.compute + ")";
+    if (!differs.empty())
+      throw std::invalid_argument("--resume: " + run_path.string() + " records another run: " + differs +
+                                  "; resume with the same options or use another --out");
+  }
   run["compute"] = compute;
   run["dataset"] = data.record;
   run["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
@@ -506,7 +525,11 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       run["status"] = "completed";
       run["final"] = metrics;
     }
-    // Checkpoint first, then the record: a run.json never mentions an epoch the checkpoint lacks.
+    // The record first, then the checkpoint: a kill between the two leaves the checkpoint behind
+    // the record, and a resume recomputes the epochs the checkpoint lacks (bit-identically) and
+    // trims the record to match. The other order would lose the record of the epoch in between.
+    run["stage_seconds"] = stage_seconds;
+    write_atomically(run_path, [&](const std::string& tmp) { write_text(tmp, run.dump(2) + "\n"); });
     write_atomically(ckpt_path, [&](const std::string& tmp) {
       torch::serialize::OutputArchive archive, model_archive, adam_archive, frame_archive;
       model->save(model_archive);
@@ -522,8 +545,6 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       archive.save_to(tmp);
     });
     lap("checkpoint");
-    run["stage_seconds"] = stage_seconds;
-    write_atomically(run_path, [&](const std::string& tmp) { write_text(tmp, run.dump(2) + "\n"); });
     if (!c.quiet) {
       if (tty) progress << "\r";
       progress << "epoch " << epoch + 1 << "/" << c.epochs << "  loss " << std::setprecision(4)

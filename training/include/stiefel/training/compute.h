@@ -7,7 +7,8 @@
 //     on top of OpenBLAS's oversubscribes the cores) and one inter-op thread;
 //   - glibc keeps freed memory (mmap threshold 32 MiB, no trimming), so that the activations freed
 //     and re-allocated every step are not returned to the kernel and faulted in again.
-// The kernels OpenBLAS selects still follow the CPU (and OPENBLAS_CORETYPE); they are recorded.
+// The kernels OpenBLAS and ATen select still follow the CPU (and OPENBLAS_CORETYPE,
+// ATEN_CPU_CAPABILITY); both are recorded.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,7 +18,7 @@ namespace stiefel::training {
 // Applies the configuration (idempotent) and returns its description for the run record.
 nlohmann::json configure_cpu_compute(int intra_op_threads = 1);
 
-// The malloc part alone (called first thing by the executable, before large allocations).
+// The malloc part alone.
 void keep_freed_memory();
 
 }  // namespace stiefel::training
