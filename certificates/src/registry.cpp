@@ -403,47 +403,42 @@ std::vector<Claim> build() {
   const char* const equivariance_residual =
       "max over steps and heads of max|W_t^(Q) - Q^T W_t|, normalised by max(1, max|W_t|); "
       "factor d*T";
-  {  // 10
-    Claim c = base("prop7-equivariance-scalar", "Prop. 7, §5.3; Table 9", "equivariance",
-                   "The Riemannian Adam with one scalar second moment per frame is O(d)-equivariant: "
-                   "Phi(Q^T W, Q^T g) = Q^T Phi(W, g), over many steps.");
+  // An equivariance claim of the Riemannian Adam: the shared generator, residual and controls.
+  auto equivariance_claim = [&](std::string id, std::string source, std::string statement, std::string analysis) {
+    Claim c = base(std::move(id), std::move(source), "equivariance", std::move(statement));
     c.generator = std::string(equivariance_generator) + equivariance_note;
     c.residual = equivariance_residual;
-    c.analysis = "Projection, ||.||_F, the cap and the polar factor all commute with W -> Q^T W.";
+    c.analysis = std::move(analysis);
     c.generator_fn = equivariance_gen;
+    c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1}, {"adamw", "Euclidean AdamW", 2}};
+    return c;
+  };
+  {  // 10
+    Claim c = equivariance_claim("prop7-equivariance-scalar", "Prop. 7, §5.3; Table 9",
+                                 "The Riemannian Adam with one scalar second moment per frame is O(d)-equivariant: "
+                                 "Phi(Q^T W, Q^T g) = Q^T Phi(W, g), over many steps.",
+                                 "Projection, ||.||_F, the cap and the polar factor all commute with W -> Q^T W.");
     STIEFEL_CHECKS(c, equivariance_scalar);
     c.cost = 10;
-    c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1},
-                  {"adamw", "Euclidean AdamW", 2}};
     c.figures_double = &figures_table9<double>;
     c.figures_mp50 = &figures_table9<mp50>;
     v.push_back(c);
   }
   {  // 10b
-    Claim c = base("prop7-equivariance-per-column", "Prop. 7, §5.3; Table 9", "equivariance",
-                   "A per-column second moment keeps the update O(d)-equivariant as well.");
-    c.generator = std::string(equivariance_generator) + equivariance_note;
-    c.residual = equivariance_residual;
-    c.analysis = "Column norms are invariant under W -> Q^T W; the scaling is a right multiplication.";
-    c.generator_fn = equivariance_gen;
+    Claim c = equivariance_claim("prop7-equivariance-per-column", "Prop. 7, §5.3; Table 9",
+                                 "A per-column second moment keeps the update O(d)-equivariant as well.",
+                                 "Column norms are invariant under W -> Q^T W; the scaling is a right multiplication.");
     STIEFEL_CHECKS(c, equivariance_per_column);
     c.cost = 9;
-    c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1},
-                  {"adamw", "Euclidean AdamW", 2}};
     v.push_back(c);
   }
   {  // 10b'
-    Claim c = base("b2-mean-equivariance", "§3.2 (the B2-mean reading of v_h), Prop. 7", "equivariance",
-                   "The Riemannian Adam with v_h the mean of xi*xi over the d*r entries is "
-                   "O(d)-equivariant, as the per-frame scalar is.");
-    c.generator = std::string(equivariance_generator) + equivariance_note;
-    c.residual = equivariance_residual;
-    c.analysis = "A mean over all entries is ||xi||_F^2 / (d r): invariant under W -> Q^T W.";
-    c.generator_fn = equivariance_gen;
+    Claim c = equivariance_claim("b2-mean-equivariance", "§3.2 (the B2-mean reading of v_h), Prop. 7",
+                                 "The Riemannian Adam with v_h the mean of xi*xi over the d*r entries is "
+                                 "O(d)-equivariant, as the per-frame scalar is.",
+                                 "A mean over all entries is ||xi||_F^2 / (d r): invariant under W -> Q^T W.");
     STIEFEL_CHECKS(c, equivariance_mean);
     c.cost = 10;
-    c.controls = {{"elementwise-moment", "the elementwise-moment rule (B2m)", 1},
-                  {"adamw", "Euclidean AdamW", 2}};
     v.push_back(c);
   }
   {  // 10c
