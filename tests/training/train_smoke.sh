@@ -4,7 +4,9 @@
 set -euo pipefail
 stiefel=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
-arms=(a2 a2-nwf soft b2 b2-column b2-grassmann b2m b2m-can b2-sgd b2-sgd-stiefel frozen)
+# Every arm the command accepts (read from its --help), so a new arm cannot miss its smoke run.
+mapfile -t arms < <("$stiefel" train --help | sed -n 's/.*--arm TEXT:{\([^}]*\)}.*/\1/p' | tr ',' '\n')
+[ "${#arms[@]}" -ge 12 ] || { echo "train_smoke.sh: could not read the arms from stiefel train --help" >&2; exit 1; }
 for task in image grok; do
   for arm in "${arms[@]}"; do
     out="$work/$task-$arm"
