@@ -129,8 +129,22 @@ json load_definition(const std::string& path) {
     if (spec.contains("train")) check_train_object(spec["train"], path, "profiles." + p + ".train");
     if (spec.contains("seeds") && (!spec["seeds"].is_number_unsigned() || spec["seeds"].get<int>() < 1))
       fail(path, "profiles." + p + ".seeds must be a positive integer");
-    if (p != "paper" && p != "smoke" && (!spec.contains("reductions") || !spec["reductions"].is_string()))
-      fail(path, "profiles." + p + ": say what is reduced in \"reductions\"");
+    // A profile other than paper and smoke either reduces the paper's budget ("reductions") or runs
+    // the paper's budget under another reading of an ambiguous protocol ("reading", naming in
+    // "reading_settings" the settings that reading changes).
+    const bool reading = spec.contains("reading");
+    if (reading) {
+      if (!spec["reading"].is_string() || spec["reading"].get<std::string>().empty())
+        fail(path, "profiles." + p + ".reading must say which reading of the paper the profile runs");
+      if (!spec.contains("reading_settings") || !spec["reading_settings"].is_array() || spec["reading_settings"].empty())
+        fail(path, "profiles." + p + ": a reading names the settings it changes in \"reading_settings\"");
+      for (const auto& k : spec["reading_settings"])
+        if (!k.is_string() || !train_keys().count(k.get<std::string>()))
+          fail(path, "profiles." + p + ".reading_settings: " + k.dump() + " is not a `stiefel train` option");
+      if (spec.contains("reductions")) fail(path, "profiles." + p + ": a reading profile reduces nothing");
+    }
+    if (p != "paper" && p != "smoke" && !reading && (!spec.contains("reductions") || !spec["reductions"].is_string()))
+      fail(path, "profiles." + p + ": say what is reduced in \"reductions\" (or name a \"reading\")");
     if (spec.contains("groups")) id_list(spec, "groups", path + " profiles." + p, true);
     if (spec.contains("arms")) {
       if (!spec["arms"].is_array()) fail(path, "profiles." + p + ".arms must be an array of arm ids");

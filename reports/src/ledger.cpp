@@ -274,7 +274,13 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
             decides = false;
           }
         }
-        if (at_budget) {
+        if (at_budget && t.contains("reading")) {
+          // The paper's budget under another reading of its protocol: shown beside the paper
+          // profile's evidence with its own verdict, never deciding the claim's.
+          ev["reading"] = t["reading"];
+          ev["verdict"] = "other reading: " + ev["verdict"].get<std::string>();
+          row["evidence"].push_back(ev);
+        } else if (at_budget) {
           row["evidence"].push_back(ev);
           if (decides) decided.insert(e.verdict);
         } else {
@@ -353,7 +359,8 @@ std::string ledger_markdown(const json& l) {
     for (const auto& e : evidence) {
       out += (out.empty() ? "" : "<br>") + e.value("budget", e["profile"].get<std::string>()) + ": " +
              e["ours"].get<std::string>() + " — " + e["source"].get<std::string>();
-      if (e.value("interim", false) || e["verdict"] == "untestable")
+      if (e.contains("reading")) out += " — reading: " + e["reading"].get<std::string>();
+      if (e.value("interim", false) || e["verdict"] == "untestable" || e.contains("reading"))
         out += " — *" + e["verdict"].get<std::string>() + "*";
     }
     return out.empty() ? std::string("–") : out;

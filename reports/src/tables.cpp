@@ -189,9 +189,12 @@ json differences_from_paper(const ResolvedExperiment& ex, const ResolvedExperime
       continue;
     }
     const json& p = *it->second;
+    const json reading = ex.profile_spec.value("reading_settings", json::array());
     for (const auto* side : {&r.train, &p})
       for (const auto& [k, _] : side->items()) {
         if (k == "data" || k == "device") continue;
+        // A reading profile runs the paper's budget with the settings its reading changes.
+        if (std::find(reading.begin(), reading.end(), json(k)) != reading.end()) continue;
         if (!r.train.contains(k) || !p.contains(k) || r.train[k] != p[k]) diff.insert(k);
       }
   }
@@ -347,7 +350,9 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
                 {"section", d.value("section", "")},
                 {"analysis", analysis},
                 {"profile", ex.profile},
-                {"reductions", ex.profile_spec.value("reductions", ex.profile == "paper" ? "none" : "smoke test sizes")},
+                {"reductions", ex.profile_spec.value("reductions", ex.profile == "paper" || ex.profile_spec.contains("reading")
+                                                                     ? "none"
+                                                                     : "smoke test sizes")},
                 {"metric", analysis == "grok" ? "held-out accuracy, tail mean (fraction)" : "final test accuracy (%)"},
                 {"std_ddof", ddof},
                 {"baseline", baseline},
@@ -522,6 +527,10 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
   double max_epochs = 0;
   for (const auto& r : ex.runs) max_epochs = std::max(max_epochs, r.train.value("epochs", 0.0));
   table["epochs"] = std::int64_t(max_epochs);
+  if (ex.profile_spec.contains("reading")) {
+    table["reading"] = ex.profile_spec["reading"];
+    table["reading_settings"] = ex.profile_spec["reading_settings"];
+  }
   table["runs_planned"] = ex.runs.size();
   table["runs_completed"] = completed;
   table["datasets"] = datasets;
@@ -536,6 +545,9 @@ std::string table_markdown(const json& t) {
   md << "- Paper: " << t["section"].get<std::string>() << "\n";
   md << "- Profile: `" << t["profile"].get<std::string>() << "` — reductions: " << t["reductions"].get<std::string>()
      << "\n";
+  if (t.contains("reading"))
+    md << "- Reading: " << t["reading"].get<std::string>() << " (the paper's budget; the paper profile's reading decides "
+       << "the claims, this one is shown beside it)\n";
   if (t.contains("budget")) {
     md << "- Budget run: " << budget_phrase(t["budget"]);
     if (t.value("at_paper_budget", false))

@@ -198,6 +198,24 @@ TEST(Ledger, AReducedBudgetNeverDecidesAVerdict) {
   EXPECT_NE(md.find(" | cpu (n = 50, 2 epochs, 3 seeds): confirmed |"), std::string::npos) << md;
 }
 
+TEST(Ledger, AnotherReadingAtThePapersBudgetIsShownAndDecidesNothing) {
+  const json pos = {{"type", "positive"}};
+  auto other = table_with(-3, -1, 1, 1);
+  other["profile"] = "paper-adamw-1e-2";
+  other["reading"] = "AdamW at 1e-2";
+  auto row = ledger_row(pos, {other});
+  EXPECT_EQ(row["verdict"], "not run");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["verdict"], "other reading: refuted");
+  // Beside the paper profile's table, the paper profile decides and the other reading stays visible.
+  row = ledger_row(pos, {other, table_with(1, 3, 1, 1)});
+  EXPECT_EQ(row["verdict"], "confirmed");
+  ASSERT_EQ(row["evidence"].size(), 2u);
+  const auto md = ledger_markdown(build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}),
+                                               {other, table_with(1, 3, 1, 1)}, nullptr));
+  EXPECT_NE(md.find("reading: AdamW at 1e-2 — *other reading: refuted*"), std::string::npos) << md;
+}
+
 TEST(Ledger, APaperBudgetTableWithMissingSeedsIsInterim) {
   const json pos = {{"type", "positive"}};
   auto t = table_with(1, 3, 1, 1);
@@ -314,6 +332,7 @@ json selection_definition() {
                  "where": {"reductions": "none", "train": {"data": "cifar10:/elsewhere"}},
                  "eval": {"reductions": "evaluation", "train": {"eval_every": 2}},
                  "fewer": {"reductions": "seeds", "seeds": 1},
+                 "rate": {"reading": "AdamW at 1e-2", "reading_settings": ["adam_lr"], "train": {"adam_lr": 0.01}},
                  "smoke": {"seeds": 1, "train": {"n": 10, "epochs": 1}}}
   })json");
 }
@@ -385,6 +404,11 @@ TEST(Tables, AtPaperBudgetOnlyWhenEveryTrainSettingButDataAndDeviceMatches) {
   const auto fewer = analyse("fewer");
   EXPECT_FALSE(fewer["at_paper_budget"].get<bool>());
   EXPECT_EQ(fewer["differs_from_paper"], json::array({"seeds"}));
+  // A reading profile runs the paper's budget: the settings its reading changes are not reductions.
+  const auto rate = analyse("rate");
+  EXPECT_TRUE(rate["at_paper_budget"].get<bool>());
+  EXPECT_EQ(rate["reading"], "AdamW at 1e-2");
+  EXPECT_NE(table_markdown(rate).find("- Reading: AdamW at 1e-2"), std::string::npos);
   const auto smoke = analyse("smoke");
   EXPECT_EQ(smoke["differs_from_paper"], json::array({"epochs", "n", "seeds"}));
   const auto md = table_markdown(smoke);
@@ -440,6 +464,15 @@ TEST(ExperimentDefinition, SelectVariantAndValidationSplit) {
   bad = good;
   bad["train"]["val_split"] = 50;
   EXPECT_THROW(load(bad), ExperimentError);
+  // A reading profile names the settings its reading changes, and reduces nothing.
+  for (const json& reading : {json{{"reading", "r"}}, json{{"reading", "r"}, {"reading_settings", json::array()}},
+                              json{{"reading", "r"}, {"reading_settings", {"adam_rate"}}},
+                              json{{"reading", ""}, {"reading_settings", {"adam_lr"}}},
+                              json{{"reading", "r"}, {"reading_settings", {"adam_lr"}}, {"reductions", "n"}}}) {
+    bad = good;
+    bad["profiles"]["rate"] = reading;
+    EXPECT_THROW(load(bad), ExperimentError) << reading.dump();
+  }
 }
 
 TEST(Ledger, TheoryClaimsFollowTheCertificate) {
