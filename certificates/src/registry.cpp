@@ -179,6 +179,15 @@ std::vector<Claim> build() {
                                       "the SGD displacement", 1}};
     v.push_back(c);
   }
+  // Gradient sequences with a scale factor c = 2^k (the scale-freeness claims).
+  const auto scale_free_gen = [] {
+    return rc::gen::exec([] {
+      Case k;
+      gen::draw_sequence(k, 8);
+      k.log10_c = (*rc::gen::arbitrary<bool>() ? 1 : -1) * double(*rc::gen::inRange(4, 67));  // k of c = 2^k
+      return k;
+    });
+  };
   {  // 5
     Claim c = base("prop3ii-adam-scale-free", "Prop. 3(ii), §5.3", "invariance",
                    "With one scalar second moment per frame and eps = 0, scaling every gradient "
@@ -192,14 +201,7 @@ std::vector<Claim> build() {
     c.residual = "max over steps and heads of ||W_t(c g) - W_t(g)||_F, normalised by sqrt(r); "
                  "factor d*T";
     c.analysis = "m is degree 1, v degree 2, the quotient, cap and retraction degree 0 (induction).";
-    c.generator_fn = [] {
-      return rc::gen::exec([] {
-        Case k;
-        gen::draw_sequence(k, 8);
-        k.log10_c = (*rc::gen::arbitrary<bool>() ? 1 : -1) * double(*rc::gen::inRange(4, 67));  // k of c = 2^k
-        return k;
-      });
-    };
+    c.generator_fn = scale_free_gen;
     STIEFEL_CHECKS(c, adam_scale_free);
     c.cost = 5;
     c.controls = {{"eps-at-gradient-scale", "eps set at the gradient scale and no cap", 1}};
@@ -214,14 +216,7 @@ std::vector<Claim> build() {
     c.residual = "max over steps and heads of ||W_t(c g) - W_t(g)||_F, normalised by sqrt(r); factor d*T";
     c.analysis = "v_h = ||xi||_F^2 / (d r) is degree 2 like ||xi||_F^2; the division by d r is exact "
                  "under a power-of-two c, so the induction of Prop. 3(ii) carries over.";
-    c.generator_fn = [] {
-      return rc::gen::exec([] {
-        Case k;
-        gen::draw_sequence(k, 8);
-        k.log10_c = (*rc::gen::arbitrary<bool>() ? 1 : -1) * double(*rc::gen::inRange(4, 67));
-        return k;
-      });
-    };
+    c.generator_fn = scale_free_gen;
     STIEFEL_CHECKS(c, adam_mean_scale_free);
     c.cost = 5;
     c.controls = {{"eps-at-gradient-scale", "eps set at the gradient scale and no cap", 1}};
