@@ -34,8 +34,6 @@ std::string aten_cpu_capability() {
   return rank(asked) < rank(best) ? asked : best;
 }
 
-}  // namespace
-
 void keep_freed_memory() {
   static const bool done = [] {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: larger blocks are still mmapped
@@ -45,6 +43,8 @@ void keep_freed_memory() {
   }();
   (void)done;
 }
+
+}  // namespace
 
 nlohmann::json configure_cpu_compute(int intra_op_threads) {
   keep_freed_memory();

@@ -18,7 +18,4 @@ namespace stiefel::training {
 // Applies the configuration (idempotent) and returns its description for the run record.
 nlohmann::json configure_cpu_compute(int intra_op_threads = 1);
 
-// The malloc part alone.
-void keep_freed_memory();
-
 }  // namespace stiefel::training
