@@ -90,7 +90,7 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
   }
   const nlohmann::json cert = {{"checkpoint", path}, {"checks", checks},
                                {"summary", {{"checks", checks.size()}, {"failed", failed}, {"passed", failed == 0}}}};
-  certificates::write_file_atomically(out, cert.dump(2) + "\n");
+  io::write_file_atomically(out, cert.dump(2) + "\n");
   std::cerr << checks.size() - std::size_t(failed) << " passed, " << failed << " failed\n";
   return failed == 0 ? 0 : 1;
 }

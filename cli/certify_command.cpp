@@ -48,9 +48,25 @@ void add_certify_command(CLI::App& app, int& exit_code) {
       }
       return;
     }
+    // --out is checked before any work: a folder, a symbolic link or an unwritable path is refused
+    // now, not after the whole suite has run.
+    try {
+      io::check_output_path(args->out);
+    } catch (const std::exception& e) {
+      std::cerr << "stiefel certify: --out " << e.what() << "\n";
+      exit_code = 2;
+      return;
+    }
     if (!args->checkpoint.empty()) {
 #ifdef STIEFEL_WITH_TORCH
-      exit_code = certify_checkpoint(args->checkpoint, args->out);
+      try {
+        exit_code = certify_checkpoint(args->checkpoint, args->out);
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        if (!std::getenv("STIEFEL_VERBOSE") && what.find('\n') != std::string::npos) what = what.substr(0, what.find('\n'));
+        std::cerr << "stiefel certify: " << what << "\n";
+        exit_code = 1;
+      }
 #else
       std::cerr << "stiefel certify: --checkpoint needs a build with LibTorch (STIEFEL_WITH_TORCH)\n";
       exit_code = 2;
@@ -68,7 +84,7 @@ void add_certify_command(CLI::App& app, int& exit_code) {
         for (const auto& r : o->results()) run.command_line += " " + o->get_name() + " " + r;
     try {
       const auto result = certificates::run_certificate(run, std::cerr);
-      certificates::write_file_atomically(args->out, result.certificate.dump(2) + "\n");
+      io::write_file_atomically(args->out, result.certificate.dump(2) + "\n");
       std::cerr << "certificate written to " << args->out << "\n"
                 << result.passed << " passed, " << result.failed << " failed\n";
       exit_code = result.failed == 0 ? 0 : 1;

@@ -2,20 +2,50 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 #include <exception>
 #include <iostream>
 #include <stdexcept>
+#include <stiefel/io/atomic_file.h>
 #include <stiefel/reports/experiment.h>
 
 namespace stiefel::cli {
+
+// Option validators with a message a user can act on ("expected a finite number >= 0, got -1"):
+// the value must parse as a whole, be finite, and be ≥ 0 (or > 0 when `strict`).
+inline CLI::Validator number_at_least_zero(bool strict) {
+  return CLI::Validator(
+      [strict](std::string& text) -> std::string {
+        const std::string expected = strict ? "a finite number > 0" : "a finite number >= 0";
+        std::size_t used = 0;
+        double v = 0;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          return "expected " + expected + ", got \"" + text + "\"";
+        }
+        if (used != text.size() || !std::isfinite(v) || v < 0 || (strict && v == 0))
+          return "expected " + expected + ", got \"" + text + "\"";
+        return "";
+      },
+      strict ? "NUMBER>0" : "NUMBER>=0");
+}
+inline const CLI::Validator kNonNegative = number_at_least_zero(false);
+inline const CLI::Validator kPositive = number_at_least_zero(true);
 
 // Runs a command body and maps its errors to exit codes: bad arguments or definitions
 // (std::invalid_argument, reports::ExperimentError) give 2, anything else 1; the message is
 // printed as "stiefel NAME: what".
 template <class Body>
 void run_command(const char* name, int& exit_code, Body&& body) {
+  // One line (LibTorch appends its backtrace after the first); the whole message with --verbose.
   auto fail = [&](const std::exception& e, int code) {
-    std::cerr << "stiefel " << name << ": " << e.what() << "\n";
+    std::string what = e.what();
+    if (!std::getenv("STIEFEL_VERBOSE") && what.find('\n') != std::string::npos)
+      what = what.substr(0, what.find('\n')) + " (--verbose for details)";
+    std::cerr << "stiefel " << name << ": " << what << "\n";
     exit_code = code;
   };
   try {

@@ -50,14 +50,20 @@ std::string format_seconds(double s) {
   return os.str();
 }
 
-bool completed(const fs::path& run_dir) {
+// The status of a run folder's record: "completed" and "diverged" are final (results); anything
+// else ("running", no record, an unreadable one) is run or resumed.
+std::string run_status(const fs::path& run_dir) {
   const auto p = run_dir / "run.json";
-  if (!fs::exists(p)) return false;
+  if (!fs::exists(p)) return "";
   try {
-    return reports::read_json_file(p.string()).value("status", "") == "completed";
+    return reports::read_json_file(p.string()).value("status", "");
   } catch (const std::exception&) {
-    return false;
+    return "";
   }
+}
+bool finished(const fs::path& run_dir) {
+  const auto s = run_status(run_dir);
+  return s == "completed" || s == "diverged";
 }
 
 pid_t spawn(const std::vector<std::string>& args, const fs::path& log) {
@@ -92,13 +98,13 @@ int run_experiment(const Options& o) {
   std::size_t shard_i = 1, shard_n = 1;
   if (!o.shard.empty()) {
     const auto slash = o.shard.find('/');
-    try {
-      if (slash == std::string::npos) throw std::invalid_argument("no /");
-      shard_i = std::stoul(o.shard.substr(0, slash));
-      shard_n = std::stoul(o.shard.substr(slash + 1));
-    } catch (const std::exception&) {
+    const auto digits = [](const std::string& s) {
+      return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+    };
+    if (slash == std::string::npos || !digits(o.shard.substr(0, slash)) || !digits(o.shard.substr(slash + 1)))
       throw std::invalid_argument("--shard " + o.shard + ": expected i/N with 1 <= i <= N");
-    }
+    shard_i = std::stoul(o.shard.substr(0, slash));
+    shard_n = std::stoul(o.shard.substr(slash + 1));
     if (shard_n < 1 || shard_i < 1 || shard_i > shard_n)
       throw std::invalid_argument("--shard " + o.shard + ": expected i/N with 1 <= i <= N");
   }
@@ -128,18 +134,18 @@ int run_experiment(const Options& o) {
                                   old.value("experiment", "?") + ", profile " + old.value("profile", "?") +
                                   "); use another folder");
   } else {
-    reports::write_text_atomically(meta_path.string(), meta.dump(2) + "\n");
+    io::write_file_atomically(meta_path.string(), meta.dump(2) + "\n");
   }
 
   std::vector<const reports::RunSpec*> pending;
   std::size_t skipped = 0;
   for (const auto& r : runs) {
-    if (completed(out / "runs" / r.id)) ++skipped;
+    if (finished(out / "runs" / r.id)) ++skipped;
     else pending.push_back(&r);
   }
   std::cerr << ex.name << " [" << ex.profile << "]: " << ex.runs.size() << " runs in the grid";
   if (shard_n > 1) std::cerr << ", " << runs.size() << " in shard " << shard_i << "/" << shard_n;
-  std::cerr << "; " << skipped << " already completed (skipped), " << pending.size() << " to run, " << o.jobs
+  std::cerr << "; " << skipped << " already finished (skipped), " << pending.size() << " to run, " << o.jobs
             << " at a time\n";
   if (ex.profile_spec.contains("reductions"))
     std::cerr << "reductions: " << ex.profile_spec["reductions"].get<std::string>() << "\n";
@@ -152,7 +158,7 @@ int run_experiment(const Options& o) {
   const auto start = std::chrono::steady_clock::now();
   std::map<pid_t, std::pair<const reports::RunSpec*, std::chrono::steady_clock::time_point>> running;
   std::size_t next = 0, done = 0;
-  std::vector<std::string> failed;
+  std::vector<std::string> failed, diverged;
   double busy_seconds = 0;
   while ((next < pending.size() || !running.empty())) {
     while (!g_stop && next < pending.size() && int(running.size()) < o.jobs) {
@@ -180,7 +186,16 @@ int run_experiment(const Options& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->second.second).count();
     running.erase(it);
     const auto dir = out / "runs" / r->id;
-    const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && completed(dir);
+    // Exit 3 with a "diverged" record is a result (the grid goes on, the table counts it).
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const std::string final_status = run_status(dir);
+    if (code == 3 && final_status == "diverged") {
+      diverged.push_back(r->id);
+      std::cerr << "[" << skipped + done + diverged.size() << "/" << runs.size() << "] " << r->id
+                << " diverged (see " << (dir / "run.json").string() << ")\n";
+      continue;
+    }
+    const bool ok = code == 0 && final_status == "completed";
     if (!ok) {
       if (!g_stop) failed.push_back(r->id + " (see " + (dir / "log.txt").string() + ")");
       continue;
@@ -188,9 +203,9 @@ int run_experiment(const Options& o) {
     ++done;
     busy_seconds += secs;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double left = double(pending.size() - done - failed.size());
+    const double left = double(pending.size() - done - failed.size() - diverged.size());
     const double eta = left * (busy_seconds / double(done)) / double(o.jobs);
-    std::cerr << "[" << skipped + done << "/" << runs.size() << "] " << r->id << " done in " << format_seconds(secs)
+    std::cerr << "[" << skipped + done + diverged.size() << "/" << runs.size() << "] " << r->id << " done in " << format_seconds(secs)
               << "; elapsed " << format_seconds(elapsed) << ", ETA " << format_seconds(eta) << "\n";
   }
   if (g_stop) {
@@ -203,7 +218,10 @@ int run_experiment(const Options& o) {
     for (const auto& f : failed) std::cerr << "  " << f << "\n";
     return 1;
   }
-  std::cerr << "all " << runs.size() << " runs completed: " << o.out << "\n";
+  if (!diverged.empty())
+    std::cerr << diverged.size() << " runs diverged (recorded as such; the report counts them): " << diverged.front()
+              << (diverged.size() > 1 ? ", ..." : "") << "\n";
+  std::cerr << "all " << runs.size() << " runs finished: " << o.out << "\n";
   return 0;
 }
 
@@ -217,7 +235,7 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--profile", o->profile, "paper | cpu | smoke")->capture_default_str();
   cmd->add_option("--data", o->data, "image data: cifar10:DIR | fashion-mnist[:DIR]");
   cmd->add_option("--jobs", o->jobs, "runs at a time (each one LibTorch thread)")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--shard", o->shard, "i/N: run every N-th run of the grid, starting at the i-th");
   cmd->add_option("--device", o->device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();

@@ -1,4 +1,5 @@
 // stiefel: certified Stiefel-manifold attention geometry.
+#include <cstdlib>
 #include <iostream>
 
 #include "commands.h"
@@ -6,6 +7,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"stiefel: certificates for Stiefel-constrained attention and its Riemannian Adam"};
   app.require_subcommand(1);
+  app.fallthrough();
+  app.add_flag_callback(
+      "--verbose", [] { setenv("STIEFEL_VERBOSE", "1", 1); },
+      "full error messages (with LibTorch's backtrace); also STIEFEL_VERBOSE=1");
   int exit_code = 0;
 #ifdef STIEFEL_WITH_CERTIFICATES
   stiefel::cli::add_certify_command(app, exit_code);

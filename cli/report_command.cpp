@@ -1,6 +1,7 @@
 // `stiefel report RESULTS... --out DIR`: per results folder, the table as Markdown and JSON with the
 // paper's values and the figures; then the claims ledger DIR/CLAIMS.md and DIR/claims.json from every
 // table given and the certificate.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -29,7 +30,21 @@ struct Options {
 int run_report(const Options& o) {
   const json claims = reports::read_json_file(o.claims);
   json certificate = nullptr;
-  if (!o.certificate.empty()) certificate = reports::read_json_file(o.certificate);
+  if (!o.certificate.empty()) {
+    certificate = reports::read_json_file(o.certificate);
+    const bool is_certificate = certificate.is_object() && certificate.contains("claims") &&
+                                certificate["claims"].is_array() && !certificate["claims"].empty() &&
+                                certificate.contains("summary") && certificate["summary"].is_object() &&
+                                std::all_of(certificate["claims"].begin(), certificate["claims"].end(), [](const json& c) {
+                                  return c.is_object() && c.contains("id") && c["id"].is_string() && c.contains("observed") &&
+                                         c["observed"].is_string();
+                                });
+    if (!is_certificate)
+      throw reports::ExperimentError("--certificate " + o.certificate +
+                                     ": not a certificate of `stiefel certify` (expected \"claims\": [{\"id\", \"observed\", ...}] "
+                                     "and \"summary\")");
+  }
+  io::check_output_path(fs::path(o.out) / "CLAIMS.md");
   std::vector<json> tables;
   for (const auto& dir : o.results) {
     if (!fs::is_directory(dir)) throw reports::ExperimentError(dir + ": not a results folder");
@@ -44,15 +59,15 @@ int run_report(const Options& o) {
     std::string md = reports::table_markdown(t);
     for (const auto& f : t.value("figures", json::array()))
       md += "\n![" + f.get<std::string>() + "](" + f.get<std::string>() + ")\n";
-    reports::write_text_atomically((fs::path(o.out) / (stem + ".md")).string(), md);
-    reports::write_text_atomically((fs::path(o.out) / (stem + ".json")).string(), t.dump(2) + "\n");
+    io::write_file_atomically((fs::path(o.out) / (stem + ".md")).string(), md);
+    io::write_file_atomically((fs::path(o.out) / (stem + ".json")).string(), t.dump(2) + "\n");
     std::cerr << "report: " << (fs::path(o.out) / (stem + ".md")).string() << " (" << t["runs_completed"].get<int>()
               << "/" << t["runs_planned"].get<int>() << " runs)\n";
     tables.push_back(std::move(t));
   }
   const auto ledger = reports::build_ledger(claims, tables, certificate, o.claims);
-  reports::write_text_atomically((fs::path(o.out) / "CLAIMS.md").string(), reports::ledger_markdown(ledger));
-  reports::write_text_atomically((fs::path(o.out) / "claims.json").string(), ledger.dump(2) + "\n");
+  io::write_file_atomically((fs::path(o.out) / "CLAIMS.md").string(), reports::ledger_markdown(ledger));
+  io::write_file_atomically((fs::path(o.out) / "claims.json").string(), ledger.dump(2) + "\n");
   const auto& s = ledger["summary"];
   std::cerr << "ledger: " << (fs::path(o.out) / "CLAIMS.md").string() << " — " << s["claims"].get<int>()
             << " claims: " << s["confirmed"].get<int>() << " confirmed, " << s["not_confirmed"].get<int>()

@@ -15,40 +15,44 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--arm", cfg->arm, "optimizer arm for W_Q, W_K")
       ->check(CLI::IsMember(training::arm_names()))
       ->capture_default_str();
-  cmd->add_option("--seed", cfg->seed, "seed of initialisation, data order and split")->capture_default_str();
+  cmd->add_option("--seed", cfg->seed, "seed of initialisation, data order and split")
+      ->check(kNonNegative)
+      ->capture_default_str();
   cmd->add_option("--data", cfg->data, "cifar10:DIR | fashion-mnist[:DIR] (image; default fashion-mnist)");
-  cmd->add_option("--n", cfg->n, "training images (the first n)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--epochs", cfg->epochs, "epochs")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--n", cfg->n, "training images (the first n)")->check(kPositive)->capture_default_str();
+  cmd->add_option("--epochs", cfg->epochs, "epochs")->check(kPositive)->capture_default_str();
   cmd->add_option("--device", cfg->device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_option("--out", cfg->out, "run folder")->required();
-  cmd->add_flag("--resume", cfg->resume, "continue from OUT/checkpoint.pt");
-  cmd->add_option("--batch", cfg->batch, "batch size (image)")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--adam-lr", cfg->adam_lr, "AdamW rate (default: 1e-3)");
-  cmd->add_option("--weight-decay", cfg->weight_decay, "AdamW decay (default: image 0.05, grok 1.0)");
-  cmd->add_option("--riemann-lr", cfg->riemann_lr, "Riemannian Adam rate eta_R")->capture_default_str();
-  cmd->add_option("--eps", cfg->eps, "Riemannian Adam eps (default: image 1e-8, grok 1e-3)");
-  cmd->add_option("--tau", cfg->tau, "step cap ||eta||_F <= tau sqrt(r)")->capture_default_str();
-  cmd->add_option("--sgd-lr", cfg->sgd_lr, "fixed step of b2-sgd arms")->capture_default_str();
-  cmd->add_option("--elementwise-lr", cfg->elementwise_lr, "rate of b2m arms (default: the AdamW rate)");
-  cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")->capture_default_str();
-  cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->capture_default_str();
+  cmd->add_flag("--resume", cfg->resume,
+                "continue from OUT/checkpoint.pt (refused when OUT holds a run with other settings); a finished run is returned as it is");
+  cmd->add_flag("--overwrite", cfg->overwrite, "replace the run OUT holds (without it, a run in OUT is refused)");
+  cmd->add_option("--batch", cfg->batch, "batch size (image)")->check(kPositive)->capture_default_str();
+  cmd->add_option("--adam-lr", cfg->adam_lr, "AdamW rate (default: 1e-3)")->check(kNonNegative);
+  cmd->add_option("--weight-decay", cfg->weight_decay, "AdamW decay (default: image 0.05, grok 1.0)")->check(kNonNegative);
+  cmd->add_option("--riemann-lr", cfg->riemann_lr, "Riemannian Adam rate eta_R")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--eps", cfg->eps, "Riemannian Adam eps (default: image 1e-8, grok 1e-3)")->check(kNonNegative);
+  cmd->add_option("--tau", cfg->tau, "step cap ||eta||_F <= tau sqrt(r)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--sgd-lr", cfg->sgd_lr, "fixed step of b2-sgd arms")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--elementwise-lr", cfg->elementwise_lr, "rate of b2m arms (default: the AdamW rate)")->check(kNonNegative);
+  cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->check(kNonNegative)->capture_default_str();
   cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
-  cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)");
+  cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)")->check(kNonNegative);
   cmd->add_option("--val-n", cfg->val_n,
                   "image: validation split of the training images [n, n + val_n), evaluated beside the test split")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_option("--init-scale", cfg->init_scale, "scale of the non-frame weight matrices at initialisation")
-      ->check(CLI::PositiveNumber)
+      ->check(kPositive)
       ->capture_default_str();
-  cmd->add_option("--layers", cfg->layers, "image encoder layers")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--layers", cfg->layers, "image encoder layers")->check(kPositive)->capture_default_str();
   cmd->add_option("--pooling", cfg->pooling, "mean | cls")->check(CLI::IsMember({"mean", "cls"}))->capture_default_str();
   cmd->add_option("--positional", cfg->positional, "learned | none")
       ->check(CLI::IsMember({"learned", "none"}))
       ->capture_default_str();
-  cmd->add_option("--pca-samples", cfg->pca_samples, "patches for the PCA fit")->capture_default_str();
-  cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations; the last epoch is always evaluated (default: image 1, grok 100)");
+  cmd->add_option("--pca-samples", cfg->pca_samples, "patches for the PCA fit")->check(kPositive)->capture_default_str();
+  cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(kPositive)->capture_default_str();
+  cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations; the last epoch is always evaluated (default: image 1, grok 100)")->check(kNonNegative);
   cmd->add_option("--compute", cfg->compute,
                   "pinned: one OpenBLAS thread, glibc keeping freed memory and the small-matrix attention kernel, set by the program (results do not "
                   "depend on the environment); environment: BLAS threads and malloc from the environment, "
@@ -59,9 +63,15 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->callback([cfg, &exit_code] {
     run_command("train", exit_code, [&] {
       const auto run = training::train(*cfg, std::cerr);  // DataError (bad data) exits 1
-      const auto& f = run["final"];
+      if (run.value("status", "") == "diverged") {
+        const auto& d = run["divergence"];
+        std::cerr << "run diverged: " << cfg->out << "/run.json: non-finite " << d["tensor"].get<std::string>()
+                  << " at epoch " << d["epoch"] << ", step " << d["step"] << "\n";
+        return 3;
+      }
       std::cerr << "run " << run.value("status", "") << ": " << cfg->out << "/run.json";
-      if (f.contains("test_acc")) std::cerr << "  test accuracy " << f["test_acc"].get<double>();
+      if (run.contains("final") && run["final"].contains("test_acc"))
+        std::cerr << "  test accuracy " << run["final"]["test_acc"].get<double>();
       std::cerr << "\n";
       return 0;
     });

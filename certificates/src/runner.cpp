@@ -436,32 +436,4 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   return result;
 }
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (target.filename().empty()) throw std::runtime_error(path + ": not a file path");
-  std::error_code ec;
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) throw std::runtime_error(path + ": cannot create folder " + target.parent_path().string() + " (" + ec.message() + ")");
-  }
-  if (fs::is_directory(target, ec)) throw std::runtime_error(path + ": is a folder, not a file");
-  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(path + ": cannot write " + tmp.string());
-    out << content;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      throw std::runtime_error(path + ": write failed for " + tmp.string());
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error(path + ": cannot move the finished file into place (" + ec.message() + ")");
-  }
-}
-
 }  // namespace stiefel::certificates

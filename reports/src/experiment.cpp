@@ -51,8 +51,9 @@ std::vector<json> id_list(const json& d, const char* key, const std::string& sou
     const std::string where = std::string(key) + "[" + std::to_string(i) + "]";
     if (!e.is_object() || !e.contains("id") || !e["id"].is_string()) fail(source, where + ": needs a string \"id\"");
     const auto id = e["id"].get<std::string>();
-    if (id.empty() || id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos)
-      fail(source, where + ".id \"" + id + "\": use lower-case letters, digits, '-' and '.'");
+    if (id.empty() || id.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") != std::string::npos ||
+        id.front() == '.')
+      fail(source, where + ".id \"" + id + "\": use lower-case letters, digits, '-' and '.' (not first)");
     if (!seen.insert(id).second) fail(source, where + ".id \"" + id + "\" is repeated");
     if (e.contains("train")) check_train_object(e["train"], source, where + ".train");
     if (e.contains("variant") && !e["variant"].is_boolean()) fail(source, where + ".variant must be true or false");
@@ -75,31 +76,24 @@ json read_json_file(const std::string& path) {
   }
 }
 
-void write_text_atomically(const std::string& path, const std::string& content) {
-  const fs::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
-  if (ec) throw ExperimentError(path + ": cannot create its folder (" + ec.message() + ")");
-  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ExperimentError(path + ": cannot write " + tmp.string());
-    out << content;
-    out.flush();
-    if (!out) throw ExperimentError(path + ": write failed");
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp);
-    throw ExperimentError(path + ": cannot rename the temporary file into place (" + ec.message() + ")");
-  }
-}
-
 json load_definition(const std::string& path) {
   json d = read_json_file(path);
   if (!d.is_object()) fail(path, "a definition is a JSON object");
+  static const std::set<std::string> known = {"analysis", "arms", "baseline", "contrasts", "groups", "name",
+                                              "not_implemented", "notes", "paper", "plots", "profiles", "section",
+                                              "seeds", "select", "std_ddof", "task", "title", "train"};
+  for (const auto& [k, _] : d.items())
+    if (!known.count(k)) {
+      std::string list;
+      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+      fail(path, "unknown key \"" + k + "\" (a definition has " + list + ")");
+    }
   for (const char* key : {"name", "title", "task", "analysis"})
     if (!d.contains(key) || !d[key].is_string()) fail(path, std::string("missing string \"") + key + "\"");
+  // The name becomes file names (NAME-PROFILE.md): one path component, no way out of --out.
+  const auto name = d["name"].get<std::string>();
+  if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-_") != std::string::npos)
+    fail(path, "\"name\" \"" + name + "\": use lower-case letters, digits, '-' and '_'");
   const auto task = d["task"].get<std::string>();
   if (task != "image" && task != "grok") fail(path, "\"task\" must be image or grok");
   const auto analysis = d["analysis"].get<std::string>();

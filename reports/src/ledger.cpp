@@ -159,10 +159,12 @@ SeedCount claim_seeds(const json& claim, const json& table) {
   s.complete = true;
   s.completed = std::numeric_limits<std::int64_t>::max();
   for (const json* a : arms) {
+    // A diverged run is finished (a result, counted in the table), so it does not hold a verdict open.
     const auto n = a->value("n", std::int64_t(0)), planned = a->value("planned", std::int64_t(0));
+    const auto finished = a->value("finished", n);
     s.completed = std::min(s.completed, n);
     s.planned = std::max(s.planned, planned);
-    s.complete = s.complete && planned > 0 && n >= planned;
+    s.complete = s.complete && planned > 0 && finished >= planned;
   }
   return s;
 }

@@ -1,5 +1,6 @@
 #include <stiefel/reports/plots.h>
 
+#include <stiefel/io/atomic_file.h>
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/tables.h>
 
@@ -66,7 +67,7 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
   for (const auto& kind_j : t["plots"]) {
     const std::string kind = kind_j;
     const fs::path figure = fs::path(out_dir) / (stem + "-" + kind + ".png");
-    const fs::path tmp_file = fs::path(out_dir) / (stem + "-" + kind + ".png.tmp." + std::to_string(::getpid()));
+    const fs::path tmp_file = io::temporary_path(figure);  // gnuplot writes it; io renames it into place
     std::ostringstream gp;
     std::vector<std::string> series;
     int file = 0;
@@ -242,8 +243,10 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
     gp << "\n";
     const fs::path script = work / (kind + ".gp");
     std::ofstream(script) << gp.str();
-    run_gnuplot(script);
-    fs::rename(tmp_file, figure);
+    io::write_file_atomically(figure, [&](const fs::path& tmp) {
+      if (tmp != tmp_file) throw io::IoError(tmp.string() + ": unexpected temporary name");
+      run_gnuplot(script);
+    });
     written.push_back(figure.string());
   }
   fs::remove_all(work);

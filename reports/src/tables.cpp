@@ -366,7 +366,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
                 {"plots", d.value("plots", json::array())},
                 {"definition", definition_used}};
   std::set<std::string> datasets, devices;
-  std::size_t completed = 0;
+  std::size_t completed = 0, diverged = 0;
   json groups = json::array();
   const json group_defs = ex.profile_spec.contains("groups") ? ex.profile_spec["groups"] : d.value("groups", json::array());
   for (const auto& gid : ex.groups) {
@@ -385,7 +385,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
           if (a.contains("x")) arm["x"] = a["x"];
         }
       std::vector<json> runs, records;
-      json per_seed = json::array();
+      json per_seed = json::array(), diverged_runs = json::array();
       std::size_t planned = 0;
       for (const auto& run : ex.runs) {
         if (run.group != gid || run.arm != aid) continue;
@@ -395,6 +395,13 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
         const auto rec = read_json_file(path.string());
         if (!rec.contains("epochs") || !rec.contains("config"))
           throw ExperimentError(path.string() + ": not a run record (no epochs/config)");
+        if (rec.value("status", "") == "diverged") {  // a result: counted, never averaged
+          ++diverged;
+          const auto& dv = rec.value("divergence", json::object());
+          diverged_runs.push_back({{"seed", run.seed}, {"epoch", dv.value("epoch", json())},
+                                   {"step", dv.value("step", json())}, {"tensor", dv.value("tensor", "")}});
+          continue;
+        }
         const auto s = summarise(rec, analysis);
         if (!s.completed) continue;
         ++completed;
@@ -409,6 +416,8 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
       }
       arm["planned"] = planned;
       arm["n"] = records.size();
+      arm["diverged"] = diverged_runs;
+      arm["finished"] = records.size() + diverged_runs.size();
       arm["runs"] = per_seed;
       auto collect = [&](const char* k) {
         std::vector<double> v;
@@ -533,6 +542,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
   }
   table["runs_planned"] = ex.runs.size();
   table["runs_completed"] = completed;
+  table["runs_diverged"] = diverged;
   table["datasets"] = datasets;
   table["devices"] = devices;
   return table;
@@ -562,7 +572,17 @@ std::string table_markdown(const json& t) {
   std::string dev;
   for (const auto& d : t["devices"]) dev += (dev.empty() ? "" : ", ") + d.get<std::string>();
   md << "- Data: " << (ds.empty() ? "none completed" : ds) << "; device: " << (dev.empty() ? "-" : dev) << "\n";
-  md << "- Runs completed: " << t["runs_completed"].get<int>() << " of " << t["runs_planned"].get<int>() << "\n";
+  md << "- Runs completed: " << t["runs_completed"].get<int>() << " of " << t["runs_planned"].get<int>();
+  if (t.value("runs_diverged", 0) > 0) {
+    md << "; diverged (a non-finite loss, gradient or parameter; excluded from the statistics): "
+       << t["runs_diverged"].get<int>() << " —";
+    for (const auto& g : t["groups"])
+      for (const auto& a : g["arms"])
+        for (const auto& dv : a.value("diverged", json::array()))
+          md << " " << a["id"].get<std::string>() << " seed " << dv["seed"] << " (epoch " << dv["epoch"] << ", "
+             << dv["tensor"].get<std::string>() << ")";
+  }
+  md << "\n";
   md << "- Statistics: mean ± sd (ddof " << t["std_ddof"].get<int>() << ") over seeds; differences paired within "
      << "seed against `" << t["baseline"].get<std::string>() << "`; paired t (Boost.Math); 95% percentile bootstrap CI, "
      << t["statistics"]["bootstrap"]["resamples"].get<int>() << " resamples, seed "

@@ -18,5 +18,11 @@ expect 2 "--precision" certify --precision quad --out "$work/a.json"
 expect 2 "--swap-control" certify --swap-control 'prop8-decay-annihilated:nothing' --out "$work/a.json"
 [ ! -e "$work/a.json" ] || fail "a certificate was written for bad arguments"
 mkdir -p "$work/dir.json"
-expect 1 "is a folder" certify --cases 2 --claims '^prop8' --out "$work/dir.json"
+# --out is checked before the suite runs (exit 2 at once, not after it): a folder, a symbolic link, a
+# path under a file.
+expect 2 "is a folder" certify --cases 2 --claims '^prop8' --out "$work/dir.json"
+echo keep > "$work/kept.json" && ln -s kept.json "$work/link.json"
+expect 2 "symbolic link" certify --cases 2 --claims '^prop8' --out "$work/link.json"
+[ -L "$work/link.json" ] && [ "$(cat "$work/kept.json")" = keep ] || fail "the symbolic link was replaced"
+expect 2 "is not a folder" certify --cases 2 --claims '^prop8' --out "$work/kept.json/cert.json"
 echo "bad input rejected"

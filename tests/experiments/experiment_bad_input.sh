@@ -14,11 +14,19 @@ expect 2 "no-such.json: cannot be read" -- "$stiefel" experiment no-such --profi
 expect 2 "\-\-profile gpu" -- "$stiefel" experiment table6 --profile gpu --out "$work/a"
 expect 2 "\-\-shard 3/2" -- "$stiefel" experiment table6 --profile smoke --shard 3/2 --out "$work/a"
 expect 2 "\-\-shard x" -- "$stiefel" experiment table6 --profile smoke --shard x --out "$work/a"
+expect 2 "\-\-shard 1/2x" -- "$stiefel" experiment table6 --profile smoke --shard 1/2x --out "$work/a"
+expect 2 "\-\-shard -1/2" -- "$stiefel" experiment table6 --profile smoke --shard -1/2 --out "$work/a"
 [ ! -e "$work/a" ] || { echo "FAIL: a refused command wrote $work/a"; exit 1; }
 printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 2,\n "arms": [{"id": "a", "train": {"arm": "a2", "lr": 1}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/typo.json"
 expect 2 "typo.json: arms\[0\].train.lr: not a \`stiefel train\` option" -- "$stiefel" experiment "$work/typo.json" --out "$work/b"
 printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 12,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 3}, "smoke": {}}}' > "$work/few.json"
 expect 2 "at least 6 paired seeds" -- "$stiefel" experiment "$work/few.json" --out "$work/b"
+printf '{"name": "../escaped", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/escape.json"
+expect 2 'escape.json: "name" "../escaped"' -- "$stiefel" experiment "$work/escape.json" --out "$work/b"
+printf '{"name": "x", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2, "seed": 3,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/unknown.json"
+expect 2 'unknown.json: unknown key "seed"' -- "$stiefel" experiment "$work/unknown.json" --out "$work/b"
+printf '{"name": "x", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2,\n "arms": [{"id": "..", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/dotdot.json"
+expect 2 'dotdot.json: arms\[0\].id ".."' -- "$stiefel" experiment "$work/dotdot.json" --out "$work/b"
 printf '{"name": ' > "$work/broken.json"
 expect 2 "broken.json: not valid JSON" -- "$stiefel" experiment "$work/broken.json" --out "$work/b"
 [ ! -e "$work/b" ] || { echo "FAIL: a refused definition wrote $work/b"; exit 1; }
@@ -33,5 +41,9 @@ expect 2 "claims.json: cannot be read" -- "$stiefel" report --out "$work/r" --cl
 printf '{"claims": [{"id": "k", "claim": "x", "where": "s", "paper": "p", "kind": "empirical", "experiment": "table6",\n "budget": ["epoch"], "ref": {"arm": "b2", "field": "x"}, "rule": {"type": "positive"}}]}' > "$work/budget.json"
 expect 2 'budget.json: claim k: "budget" "epoch" is not a `stiefel train` setting' -- \
   "$stiefel" report --out "$work/r" --claims "$work/budget.json"
+printf '{"claims": [], "summary": "x"}' > "$work/not-cert.json"
+expect 2 "not-cert.json: not a certificate" -- "$stiefel" report --out "$work/r" --certificate "$work/not-cert.json"
+printf '[1, 2]' > "$work/not-cert2.json"
+expect 2 "not-cert2.json: not a certificate" -- "$stiefel" report --out "$work/r" --certificate "$work/not-cert2.json"
 [ ! -e "$work/r" ] || { echo "FAIL: a refused report wrote $work/r"; exit 1; }
 echo "bad input refused"

@@ -43,7 +43,7 @@ echo "killed with $n_before completed; interrupted run: $partial"
 
 "${cmd[@]}" > "$work/second.log" 2>&1
 cat "$work/second.log"
-grep -q "; $n_before already completed (skipped)" "$work/second.log" || { echo "FAIL: completed runs not skipped"; exit 1; }
+grep -q "; $n_before already finished (skipped)" "$work/second.log" || { echo "FAIL: completed runs not skipped"; exit 1; }
 for f in $completed_before; do stat -c '%n %Y.%y %s' "$f"; sha256sum "$f"; done > "$work/after.txt"
 diff "$work/before.txt" "$work/after.txt" || { echo "FAIL: a completed run was rewritten"; exit 1; }
 python3 - "$partial/run.json" <<'PY'
@@ -60,7 +60,7 @@ total=$(ls "$out"/runs/*/*/*/run.json | wc -l)
 
 # A third run finds everything done and starts nothing.
 "${cmd[@]}" > "$work/third.log" 2>&1
-grep -q "; 4 already completed (skipped), 0 to run" "$work/third.log" || { echo "FAIL: third run"; cat "$work/third.log"; exit 1; }
+grep -q "; 4 already finished (skipped), 0 to run" "$work/third.log" || { echo "FAIL: third run"; cat "$work/third.log"; exit 1; }
 "$stiefel" report "$out" --out "$work/report" --no-plots
 test -s "$work/report/kill-resume-paper.md"
 echo "kill and rerun: nothing lost, nothing redone"

@@ -10,5 +10,5 @@ planned=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["g
 completed=$(grep -l '"status": "completed"' "$work/$name"/runs/*/*/*/run.json | wc -l || true)
 [ "$planned" -eq "$completed" ] || { echo "FAIL: $completed of $planned runs completed"; exit 1; }
 again=$("$stiefel" experiment "$name" --profile smoke --out "$work/$name" 2>&1)
-grep -q "; $planned already completed (skipped), 0 to run" <<<"$again" || { echo "FAIL: a rerun did not skip: $again"; exit 1; }
+grep -q "; $planned already finished (skipped), 0 to run" <<<"$again" || { echo "FAIL: a rerun did not skip: $again"; exit 1; }
 echo "$name: $completed smoke runs"

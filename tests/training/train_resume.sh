@@ -48,6 +48,35 @@ set -e
 [ "$before" = "$(sha256sum "$work/other/run.json" "$work/other/checkpoint.pt")" ]
 echo "a resume with other settings is refused"
 
+# A finished run is never replaced or extended silently: without --resume it is refused, a resume
+# with other settings (more epochs, another arm) is refused naming them; --overwrite replaces it.
+before=$(sha256sum "$work/straight/run.json")
+set +e
+"$stiefel" "${args[@]}" --out "$work/straight" 2> "$work/err-again"; rc_again=$?
+"$stiefel" train --task grok --arm b2 --seed 3 --epochs 44 --eval-every 2 --quiet --out "$work/straight" --resume \
+  2> "$work/err-more"; rc_more=$?
+"$stiefel" train --task grok --arm b2m --seed 3 --epochs 40 --eval-every 2 --quiet --out "$work/straight" --resume \
+  2> "$work/err-arm"; rc_arm=$?
+set -e
+[ "$rc_again" -eq 2 ] && grep -q "holds a completed run" "$work/err-again"
+[ "$rc_more" -eq 2 ] && grep -q "records another run: epochs (40 → 44)" "$work/err-more"
+[ "$rc_arm" -eq 2 ] && grep -q "records another run: arm" "$work/err-arm"
+[ "$before" = "$(sha256sum "$work/straight/run.json")" ]
+echo "a finished run is neither overwritten nor extended without --overwrite"
+
+# Options are validated where they are read: no silent default, no wrap-around.
+for bad in "--adam-lr -1" "--adam-lr inf" "--adam-lr nan" "--weight-decay -0.5" "--eps -1" "--riemann-lr -1" \
+           "--tau -0.1" "--seed -1" "--pca-samples 0" "--sgd-lr 1e999"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$stiefel" train --task grok --epochs 1 $bad --out "$work/bad-option" 2> "$work/err-option"; rc=$?
+  set -e
+  opt=${bad%% *}
+  [ "$rc" -eq 2 ] && grep -q -- "$opt" "$work/err-option" || { echo "FAIL: $bad -> rc $rc: $(cat "$work/err-option")"; exit 1; }
+  [ ! -e "$work/bad-option" ] || { echo "FAIL: $bad wrote $work/bad-option"; exit 1; }
+done
+echo "out-of-range options refused"
+
 # Refusals: an unknown arm, a missing data folder, a truncated file; nothing is written.
 set +e
 "$stiefel" train --task image --arm nope --out "$work/bad1" 2> "$work/err1"; rc1=$?

@@ -12,6 +12,8 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <stiefel/io/atomic_file.h>
+#include <stiefel/io/sha256.h>
 #include <stiefel/training/compute.h>
 #include <stiefel/training/datasets.h>
 #include <stiefel/training/frame_optimizer.h>
@@ -66,15 +68,6 @@ Arm make_arm(const TrainConfig& c, double adam_lr, double eps) {
   throw std::invalid_argument("--arm " + c.arm + ": unknown arm (one of " + names + ")");
 }
 
-std::string sha256_of(const std::string& path) {
-  std::string out;
-  if (FILE* p = popen(("sha256sum '" + path + "' 2>/dev/null").c_str(), "r")) {
-    char buf[128];
-    if (fgets(buf, sizeof buf, p)) out = std::string(buf).substr(0, 64);
-    pclose(p);
-  }
-  return out;
-}
 
 struct Data {
   std::string name;
@@ -109,7 +102,7 @@ Data load_data(const TrainConfig& c) {
     const std::string dir = spec.substr(8);
     train = read_cifar10(cifar10_files(dir, true));
     test = read_cifar10(cifar10_files(dir, false));
-    d.name = sha256_of(dir + "/test_batch.bin") == kJpegCopyTestSha256 ? "CIFAR-10 (JPEG copy)" : "CIFAR-10";
+    d.name = io::sha256_file(dir + "/test_batch.bin") == kJpegCopyTestSha256 ? "CIFAR-10 (JPEG copy)" : "CIFAR-10";
     patch = 8;
     dim = 128;
   } else if (spec == "fashion-mnist" || spec.rfind("fashion-mnist:", 0) == 0) {
@@ -146,32 +139,41 @@ Data load_data(const TrainConfig& c) {
   return d;
 }
 
-// Writes through a temporary file in the same folder, then renames it into place: a reader never
-// sees half a file. A failed write (disk full, no permission) removes the temporary and throws,
-// naming the file.
-void write_atomically(const fs::path& path, const std::function<void(const std::string&)>& writer) {
-  const std::string tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  try {
-    writer(tmp);
-  } catch (const std::exception& e) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw std::runtime_error(path.string() + ": cannot write (" + e.what() + ")");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error(path.string() + ": cannot rename the temporary file into place (" + ec.message() + ")");
-  }
+// A torch error as one line naming the file (the full message, with LibTorch's backtrace, only
+// with STIEFEL_VERBOSE set).
+[[noreturn]] void rethrow_torch(const fs::path& path, const std::string& what, const c10::Error& e) {
+  std::string msg = std::getenv("STIEFEL_VERBOSE") ? e.what() : e.what_without_backtrace();
+  if (!std::getenv("STIEFEL_VERBOSE") && msg.find('\n') != std::string::npos) msg = msg.substr(0, msg.find('\n'));
+  throw std::runtime_error(path.string() + ": " + what + " (" + msg + ")");
 }
 
-void write_text(const std::string& tmp, const std::string& text) {
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error("cannot open " + tmp);
-  out << text;
-  out.flush();
-  if (!out) throw std::runtime_error("write to " + tmp + " failed");
+// The settings a resume must match, named for the message: "riemann_lr (1 → 0.5), arm (...)".
+std::string differing_settings(const nlohmann::json& stored, const nlohmann::json& now) {
+  std::string out;
+  for (const auto& [k, v] : now.items())
+    if (!stored.contains(k) || stored[k] != v)
+      out += (out.empty() ? "" : ", ") + k + " (" + (stored.contains(k) ? stored[k].dump() : "absent") + " → " +
+             v.dump() + ")";
+  for (const auto& [k, v] : stored.items())
+    if (!now.contains(k)) out += (out.empty() ? "" : ", ") + k + " (" + v.dump() + " → absent)";
+  return out;
+}
+
+// The first non-finite tensor among NAMED (its gradient when `grad`), or "" when all are finite. One
+// float64 reduction per tensor and one synchronisation in all.
+std::string first_non_finite(const std::vector<std::pair<std::string, torch::Tensor>>& named, bool grad) {
+  std::vector<torch::Tensor> sums;
+  for (const auto& [name, t] : named) {
+    const auto& x = grad ? t.grad() : t;
+    sums.push_back(x.defined() ? x.detach().sum(torch::kFloat64) : torch::zeros({}, t.options().dtype(torch::kFloat64)));
+  }
+  if (sums.empty() || std::isfinite(torch::stack(sums).sum().item<double>())) return "";
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    const auto& x = grad ? named[i].second.grad() : named[i].second;
+    if (x.defined() && !torch::isfinite(x.detach()).all().item<bool>())
+      return (grad ? "gradient of " : "parameter ") + named[i].first;
+  }
+  return grad ? "gradients (sum overflows float64)" : "parameters (sum overflows float64)";
 }
 
 double schedule_factor(std::int64_t step, std::int64_t warmup, std::int64_t total, bool cosine) {
@@ -213,6 +215,56 @@ Accuracy evaluate(Classifier& model, const torch::Tensor& x, const torch::Tensor
   return {loss / double(x.size(0)), double(correct) / double(x.size(0))};
 }
 
+// What OUT already holds, read before anything is written. Without --resume a run there is
+// refused (unless --overwrite). With --resume: the stored record (an empty object when there is
+// none), once its settings are checked to be this run's.
+nlohmann::json read_existing_run(const TrainConfig& c, const fs::path& run_path, const fs::path& ckpt_path,
+                                 const nlohmann::json& options) {
+  const bool has_run = fs::exists(run_path), has_ckpt = fs::exists(ckpt_path);
+  auto parse = [&] {
+    std::ifstream in(run_path);
+    nlohmann::json run;
+    try {
+      run = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(run_path.string() + ": not a readable run record (" + e.what() +
+                                  "); --overwrite starts the run over");
+    }
+    if (!run.is_object()) throw std::invalid_argument(run_path.string() + ": not a run record (expected a JSON object)");
+    return run;
+  };
+  if (!c.resume) {
+    if ((has_run || has_ckpt) && !c.overwrite) {
+      std::string what = "a run";
+      if (has_run) {
+        try {
+          const auto status = parse().value("status", "");
+          what = status == "completed" ? "a completed run" : status == "diverged" ? "a diverged run" : "an interrupted run";
+        } catch (const std::exception&) {
+          what = "an unreadable run record";
+        }
+      }
+      throw std::invalid_argument("--out " + c.out + ": holds " + what + " (" + (has_run ? run_path : ckpt_path).string() +
+                                  "); --resume continues or returns it, --overwrite replaces it");
+    }
+    return nlohmann::json();
+  }
+  if (!has_run) {
+    if (has_ckpt)
+      throw std::invalid_argument(ckpt_path.string() + ": no run record (run.json) to verify this checkpoint against; "
+                                  "--overwrite starts the run over");
+    return nlohmann::json::object();
+  }
+  nlohmann::json run = parse();
+  if (run.contains("options")) {
+    const auto differs = differing_settings(run["options"], options);
+    if (!differs.empty())
+      throw std::invalid_argument("--resume: " + run_path.string() + " records another run: " + differs +
+                                  "; resume with the same options, use another --out, or --overwrite");
+  }
+  return run;
+}
+
 std::string format_seconds(double s) {
   std::ostringstream os;
   const long t = long(std::lround(s));
@@ -228,11 +280,60 @@ const std::vector<std::string>& arm_names() {
   return names;
 }
 
+nlohmann::json run_options(const TrainConfig& c) {
+  return {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"data", c.data}, {"n", c.n}, {"epochs", c.epochs},
+          {"device", c.device}, {"batch", c.batch}, {"adam_lr", c.adam_lr}, {"weight_decay", c.weight_decay},
+          {"riemann_lr", c.riemann_lr}, {"eps", c.eps}, {"tau", c.tau}, {"sgd_lr", c.sgd_lr},
+          {"elementwise_lr", c.elementwise_lr}, {"soft_lambda", c.soft_lambda}, {"warmup_epochs", c.warmup_epochs},
+          {"power_stabilisation", c.power_stabilisation}, {"test_n", c.test_n}, {"val_n", c.val_n},
+          {"init_scale", c.init_scale}, {"layers", c.layers}, {"pooling", c.pooling}, {"positional", c.positional},
+          {"pca_samples", c.pca_samples}, {"threads", c.threads}, {"compute", c.compute},
+          {"eval_every", c.eval_every}};
+}
+
+void validate(const TrainConfig& c) {
+  auto bad = [](const std::string& option, const std::string& what) {
+    throw std::invalid_argument("--" + option + ": " + what);
+  };
+  if (c.task != "image" && c.task != "grok") bad("task", c.task + ": expected image or grok");
+  if (c.out.empty()) bad("out", "an output folder is required");
+  // Rates and weights: finite and ≥ 0; those with a task default also take −1 ("the default").
+  auto rate = [&](const char* option, double v, bool has_default) {
+    if (has_default && v == -1) return;
+    if (!std::isfinite(v) || v < 0)
+      bad(option, std::to_string(v) + ": expected a finite number >= 0" + (has_default ? " (or omit it)" : ""));
+  };
+  rate("adam-lr", c.adam_lr, true);
+  rate("weight-decay", c.weight_decay, true);
+  rate("eps", c.eps, true);
+  rate("elementwise-lr", c.elementwise_lr, true);
+  rate("riemann-lr", c.riemann_lr, false);
+  rate("tau", c.tau, false);
+  rate("sgd-lr", c.sgd_lr, false);
+  rate("soft-lambda", c.soft_lambda, false);
+  if (c.tau == 0) bad("tau", "0: the cap must be positive");
+  if (!std::isfinite(c.init_scale) || c.init_scale <= 0) bad("init-scale", "expected a finite number > 0");
+  auto at_least = [&](const char* option, std::int64_t v, std::int64_t lo) {
+    if (v < lo) bad(option, std::to_string(v) + ": expected at least " + std::to_string(lo));
+  };
+  at_least("epochs", c.epochs, 1);
+  at_least("n", c.n, 1);
+  at_least("batch", c.batch, 1);
+  at_least("warmup-epochs", c.warmup_epochs, 0);
+  at_least("test-n", c.test_n, 0);
+  at_least("val-n", c.val_n, 0);
+  at_least("layers", c.layers, 1);
+  at_least("threads", c.threads, 1);
+  at_least("eval-every", c.eval_every, 0);
+  // The whitening PCA of 128 dimensions needs well over 128 patches for a full-rank covariance.
+  at_least("pca-samples", c.pca_samples, 1000);
+  if (c.seed > std::uint64_t(std::numeric_limits<std::int64_t>::max())) bad("seed", "expected 0 <= seed < 2^63");
+}
+
 nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   TrainConfig c = cin;
-  if (c.task != "image" && c.task != "grok") throw std::invalid_argument("--task " + c.task + ": expected image or grok");
-  if (c.out.empty()) throw std::invalid_argument("--out: an output folder is required");
-  if (c.epochs < 1) throw std::invalid_argument("--epochs must be at least 1");
+  validate(c);
+  const nlohmann::json options = run_options(c);
   const bool grok = c.task == "grok";
   if (c.adam_lr < 0) c.adam_lr = 1e-3;
   if (c.weight_decay < 0) c.weight_decay = grok ? 1.0 : 0.05;
@@ -265,16 +366,14 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
 
   const fs::path out(c.out);
   const fs::path run_path = out / "run.json", ckpt_path = out / "checkpoint.pt";
-  nlohmann::json run;
-  if (c.resume && fs::exists(run_path)) {
-    std::ifstream in(run_path);
-    try {
-      run = nlohmann::json::parse(in);
-    } catch (const std::exception& e) {
-      throw std::invalid_argument(run_path.string() + ": not a readable run record (" + e.what() + ")");
-    }
-    if (run.value("status", "") == "completed") return run;
-  }
+  if (fs::exists(out) && !fs::is_directory(out)) throw std::invalid_argument("--out " + c.out + ": not a folder");
+  io::check_output_path(run_path);
+  io::check_output_path(ckpt_path);
+  nlohmann::json run = read_existing_run(c, run_path, ckpt_path, options);
+  io::remove_stale_temporaries(run_path);  // left by a killed process
+  io::remove_stale_temporaries(ckpt_path);
+  if (run.is_object() && (run.value("status", "") == "completed" || run.value("status", "") == "diverged"))
+    return run;  // a finished run with the same settings: its record is the result
   const nlohmann::json stored_config =
       run.is_object() ? run.value("config", nlohmann::json::object()) : nlohmann::json::object();
   const std::string stored_compute =
@@ -282,6 +381,10 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
 
   Data data = load_data(c);  // may throw DataError before anything is written
   fs::create_directories(out);
+  if (!c.resume && c.overwrite) {  // --overwrite: the old run goes only once the new one can start
+    fs::remove(run_path);
+    fs::remove(ckpt_path);
+  }
 
   ModelSpec spec;
   spec.task = c.task;
@@ -342,20 +445,44 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
 
   std::int64_t start_epoch = 0;
   if (c.resume && fs::exists(ckpt_path)) {
-    torch::serialize::InputArchive archive;
-    archive.load_from(ckpt_path.string());
-    torch::serialize::InputArchive model_archive, adam_archive, frame_archive;
-    archive.read("model", model_archive);
-    model->load(model_archive);
-    archive.read("adamw", adam_archive);
-    adamw.load(adam_archive);
-    if (frame_opt) {
-      archive.read("frames", frame_archive);
-      frame_opt->load(frame_archive);
+    // The record names the SHA-256 of the checkpoints it was written with (the last two): a damaged
+    // or foreign checkpoint matches none of them. Records from before checksums carry none.
+    std::int64_t recorded_epoch = -1;
+    if (run.contains("checkpoints")) {
+      const std::string sha = io::sha256_file(ckpt_path);
+      for (const auto& [e, h] : run["checkpoints"].items())
+        if (h == sha) recorded_epoch = std::stoll(e);
+      if (recorded_epoch < 0)
+        throw std::runtime_error(ckpt_path.string() + ": SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " +
+                                 run_path.string() + " records (damaged, or from another run); --overwrite starts over");
     }
     torch::Tensor epoch;
-    archive.read("epoch", epoch);
+    try {
+      torch::serialize::InputArchive archive;
+      archive.load_from(ckpt_path.string());
+      c10::IValue stored_options;
+      if (archive.try_read("options", stored_options)) {
+        const auto differs = differing_settings(nlohmann::json::parse(stored_options.toStringRef()), options);
+        if (!differs.empty())
+          throw std::invalid_argument("--resume: " + ckpt_path.string() + " is a checkpoint of another run: " + differs);
+      }
+      torch::serialize::InputArchive model_archive, adam_archive, frame_archive;
+      archive.read("model", model_archive);
+      model->load(model_archive);
+      archive.read("adamw", adam_archive);
+      adamw.load(adam_archive);
+      if (frame_opt) {
+        archive.read("frames", frame_archive);
+        frame_opt->load(frame_archive);
+      }
+      archive.read("epoch", epoch);
+    } catch (const c10::Error& e) {
+      rethrow_torch(ckpt_path, "not a readable checkpoint of this run", e);
+    }
     start_epoch = epoch.item<std::int64_t>();
+    if (recorded_epoch >= 0 && recorded_epoch != start_epoch)
+      throw std::runtime_error(ckpt_path.string() + ": holds epoch " + std::to_string(start_epoch) + " but " +
+                               run_path.string() + " records it as epoch " + std::to_string(recorded_epoch));
     if (start_epoch >= c.epochs && run.value("status", "") != "completed")
       throw std::runtime_error(ckpt_path.string() + ": the checkpoint is at the last epoch but " + run_path.string() +
                                " is not completed (a record lost by an interrupted write); rerun without --resume");
@@ -366,9 +493,16 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   } else {
     auto& epochs = run["epochs"];
     while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch) epochs.erase(epochs.size() - 1);
+    if (run.contains("checkpoints")) {
+      nlohmann::json kept = nlohmann::json::object();
+      for (const auto& [e, h] : run["checkpoints"].items())
+        if (std::stoll(e) <= start_epoch) kept[e] = h;
+      run["checkpoints"] = kept;
+    }
   }
   if (start_epoch > 0) run["resumed_at_epochs"].push_back(start_epoch);
   run["status"] = "running";
+  run["options"] = options;
   run["config"] = {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"n", c.n}, {"epochs", c.epochs},
                    {"batch", batch}, {"device", c.device}, {"adam_lr", c.adam_lr},
                    {"weight_decay", c.weight_decay}, {"adam_betas", {0.9, beta2}},
@@ -428,6 +562,20 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       parts.push_back((grad ? w.grad() : w.detach()).to(torch::kFloat64).reshape({-1, w.size(-2), w.size(-1)}));
     return torch::cat(parts);
   };
+  // Divergence is a result: the first non-finite loss, gradient or parameter ends the run with status
+  // "diverged", recorded with the epoch, the step and the tensor; the last good checkpoint stays.
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (const auto& item : model->named_parameters()) named.emplace_back(item.key(), item.value());
+  auto diverged = [&](const std::string& what, std::int64_t epoch) {
+    run["status"] = "diverged";
+    run["divergence"] = {{"epoch", epoch + 1}, {"step", global_step + 1}, {"tensor", what},
+                         {"note", "a non-finite value; the run stopped at this step (recorded epochs are before it)"}};
+    run["stage_seconds"] = stage_seconds;
+    io::write_file_atomically(run_path, run.dump(2) + "\n");
+    if (!c.quiet) progress << (tty ? "\n" : "") << "diverged at epoch " << epoch + 1 << ", step " << global_step + 1
+                           << ": non-finite " << what << "\n";
+    return run;
+  };
   for (std::int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
     ++window_epochs;
     auto shuffle_gen = at::detail::createCPUGenerator(c.seed * 1000003 + std::uint64_t(epoch));
@@ -452,8 +600,11 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
           const auto eye = torch::eye(w.size(-1), w.options());
           loss = loss + c.soft_lambda * (w.transpose(-2, -1).matmul(w) - eye).pow(2).sum();
         }
+      const double loss_value = loss.item<double>();
+      if (!std::isfinite(loss_value)) return diverged("loss", epoch);
       lap("forward");
       loss.backward();
+      if (const auto bad = first_non_finite(named, true); !bad.empty()) return diverged(bad, epoch);
       lap("backward");
       torch::Tensor before;
       {
@@ -477,9 +628,11 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       lap("frames");
       {
         torch::NoGradGuard guard;
-        step_sum += (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum().item<double>();
+        const double moved = (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum().item<double>();
+        if (!std::isfinite(moved)) return diverged("W_Q/W_K frames after the step", epoch);
+        step_sum += moved;
       }
-      loss_sum += loss.item<double>() * double(idx.size(0));
+      loss_sum += loss_value * double(idx.size(0));
       correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
       lap("diagnostics");
       if (tty) {
@@ -492,6 +645,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
                  << std::flush;
       }
     }
+    if (const auto bad = first_non_finite(named, false); !bad.empty()) return diverged(bad + " after the epoch", epoch);
     nlohmann::json metrics = {{"epoch", epoch + 1},
                               {"train_loss", loss_sum / double(n_train)},
                               {"train_acc", double(correct) / double(n_train)}};
@@ -529,8 +683,12 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     // the record, and a resume recomputes the epochs the checkpoint lacks (bit-identically) and
     // trims the record to match. The other order would lose the record of the epoch in between.
     run["stage_seconds"] = stage_seconds;
-    write_atomically(run_path, [&](const std::string& tmp) { write_text(tmp, run.dump(2) + "\n"); });
-    write_atomically(ckpt_path, [&](const std::string& tmp) {
+    // One unit: the checkpoint is written and hashed, the record naming its hash replaces the old
+    // record, then the checkpoint replaces the old checkpoint. A kill in between leaves a record one
+    // epoch ahead of a checkpoint it still names; a resume recomputes that epoch bit-identically.
+    // Serialised in memory, written by io's checked writer: LibTorch's own file writer cannot report
+    // a full disk (its destructor throws again while unwinding, which terminates the process).
+    const std::string checkpoint_bytes = [&] {
       torch::serialize::OutputArchive archive, model_archive, adam_archive, frame_archive;
       model->save(model_archive);
       adamw.save(adam_archive);
@@ -542,8 +700,23 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       }
       archive.write("epoch", torch::tensor(epoch + 1));
       archive.write("global_step", torch::tensor(global_step));
-      archive.save_to(tmp);
-    });
+      archive.write("options", c10::IValue(options.dump()));
+      std::ostringstream bytes;
+      archive.save_to(bytes);
+      return std::move(bytes).str();
+    }();
+    io::PendingFile checkpoint(ckpt_path, checkpoint_bytes);
+    auto& hashes = run["checkpoints"];
+    if (!hashes.is_object()) hashes = nlohmann::json::object();
+    hashes[std::to_string(epoch + 1)] = io::sha256_file(checkpoint.temporary());
+    while (hashes.size() > 2) {  // the last two: the one committed and the one about to be
+      std::string oldest = hashes.begin().key();
+      for (const auto& [e, h] : hashes.items())
+        if (std::stoll(e) < std::stoll(oldest)) oldest = e;
+      hashes.erase(oldest);
+    }
+    io::write_file_atomically(run_path, run.dump(2) + "\n");
+    checkpoint.commit();
     lap("checkpoint");
     if (!c.quiet) {
       if (tty) progress << "\r";

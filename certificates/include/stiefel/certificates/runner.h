@@ -34,8 +34,4 @@ struct RunResult {
 // "N passed, N failed" line once the certificate is written).
 RunResult run_certificate(const RunOptions& options, std::ostream& log);
 
-// Writes `content` to `path` atomically (temporary file in the same folder, then rename); creates
-// missing parent folders. Throws std::runtime_error naming the path on failure.
-void write_file_atomically(const std::string& path, const std::string& content);
-
 }  // namespace stiefel::certificates

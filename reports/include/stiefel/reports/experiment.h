@@ -47,7 +47,5 @@ std::vector<std::string> train_arguments(const RunSpec& run);
 
 // Reads a JSON file; throws ExperimentError("PATH: ...") when it is missing or malformed.
 nlohmann::json read_json_file(const std::string& path);
-// Writes PATH.tmp.PID and renames it over PATH: a reader never sees half a file.
-void write_text_atomically(const std::string& path, const std::string& content);
 
 }  // namespace stiefel::reports

@@ -39,14 +39,26 @@ struct TrainConfig {
                                        // independent of the environment); environment: as before
   std::int64_t eval_every = 0;         // 0: every epoch (image), every 100 epochs (grok)
   bool quiet = false;
+  bool overwrite = false;              // replace a run already in `out` (otherwise refused)
 };
 
 // The arm names: a2, a2-nwf, soft, b2, b2-mean-moment, b2-column, b2-grassmann, b2m, b2m-can,
 // b2-sgd (PA16), b2-sgd-stiefel, frozen.
 const std::vector<std::string>& arm_names();
 
+// The settings that define a run (everything but out, resume, quiet, overwrite), as given: stored in
+// run.json ("options") and in every checkpoint, and compared on --resume.
+nlohmann::json run_options(const TrainConfig& config);
+
+// Throws std::invalid_argument naming the option when a setting is out of range (negative rates,
+// non-finite values, too few PCA samples, ...). train() calls it first.
+void validate(const TrainConfig& config);
+
 // Runs (or resumes) a run; returns run.json's content. Throws std::invalid_argument for a bad
-// configuration and DataError for bad data, before anything is written.
+// configuration, a resume whose settings differ from the stored run's, or an output folder that
+// already holds a run (without `overwrite`), and DataError for bad data, before anything is written.
+// A non-finite loss, gradient or parameter ends the run with status "diverged" (recorded with the
+// epoch, the step and the tensor), not an exception: divergence is a result.
 nlohmann::json train(const TrainConfig& config, std::ostream& progress);
 
 }  // namespace stiefel::training

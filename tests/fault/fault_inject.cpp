@@ -1,0 +1,79 @@
+// LD_PRELOAD shim for the fault-injection tests; inert unless one of its variables is set.
+//   STIEFEL_FAULT_ENOSPC=SUBSTR      write/writev/pwrite to a file whose path contains SUBSTR fail
+//                                    with ENOSPC (a full disk), after STIEFEL_FAULT_ENOSPC_SKIP
+//                                    such writes (default 0) have succeeded.
+//   STIEFEL_FAULT_KILL_AT_RENAME=K   the process SIGKILLs itself just before its K-th rename()
+//                                    (1-based), i.e. between rename K−1 and rename K.
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+
+namespace {
+
+std::atomic<long> g_renames{0};
+std::atomic<long> g_matching_writes{0};
+
+bool path_matches(int fd) {
+  const char* want = getenv("STIEFEL_FAULT_ENOSPC");
+  if (!want || !*want) return false;
+  char link[64], target[4096];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, target, sizeof target - 1);
+  if (n <= 0) return false;
+  target[n] = '\0';
+  if (!strstr(target, want)) return false;
+  const char* skip = getenv("STIEFEL_FAULT_ENOSPC_SKIP");
+  return g_matching_writes++ >= (skip ? atol(skip) : 0);
+}
+
+template <class F>
+F next(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+}  // namespace
+
+extern "C" {
+
+ssize_t write(int fd, const void* buf, size_t count) {
+  static auto real = next<ssize_t (*)(int, const void*, size_t)>("write");
+  if (path_matches(fd)) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return real(fd, buf, count);
+}
+
+ssize_t writev(int fd, const struct iovec* iov, int iovcnt) {
+  static auto real = next<ssize_t (*)(int, const struct iovec*, int)>("writev");
+  if (path_matches(fd)) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return real(fd, iov, iovcnt);
+}
+
+ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
+  static auto real = next<ssize_t (*)(int, const void*, size_t, off_t)>("pwrite");
+  if (path_matches(fd)) {
+    errno = ENOSPC;
+    return -1;
+  }
+  return real(fd, buf, count, offset);
+}
+
+int rename(const char* from, const char* to) {
+  static auto real = next<int (*)(const char*, const char*)>("rename");
+  if (const char* k = getenv("STIEFEL_FAULT_KILL_AT_RENAME"))
+    if (++g_renames == atol(k)) kill(getpid(), SIGKILL);
+  return real(from, to);
+}
+
+}  // extern "C"

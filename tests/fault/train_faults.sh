@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Fault injection on real runs (LD_PRELOAD shim, fault_inject.cpp): a SIGKILL just before every
+# rename of a run, a full disk on the record and on the checkpoint, a bit flip in a checkpoint,
+# a non-finite loss, and outputs that are not regular files. Each outcome is asserted: nothing
+# written before is lost, nothing half-written is kept, and the run resumes to the same result.
+set -euo pipefail
+stiefel=$1 shim=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+args=(train --task grok --arm b2 --seed 5 --epochs 6 --eval-every 2 --quiet)
+fail() { echo "FAIL: $*"; exit 1; }
+same_as_straight() {  # the record in $1 equals the uninterrupted run's in every result
+  python3 - "$work/straight/run.json" "$1/run.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+assert b["status"] == "completed", b["status"]
+keys = ["epoch", "train_loss", "train_acc", "test_acc", "isometry_error", "tangent_grad_norm", "step_norm",
+        "gauge_fraction", "cap_active_fraction"]
+assert [e["epoch"] for e in a["epochs"]] == [e["epoch"] for e in b["epochs"]] == [2, 4, 6], b["epochs"]
+for x, y in zip(a["epochs"], b["epochs"]):
+    for k in keys:
+        assert x.get(k) == y.get(k), (x["epoch"], k, x.get(k), y.get(k))
+PY
+}
+no_temporaries() { ! ls "$1" | grep -q '\.tmp\.' || fail "temporary files left in $1: $(ls "$1")"; }
+
+"$stiefel" "${args[@]}" --out "$work/straight"
+no_temporaries "$work/straight"
+
+# 1. SIGKILL before each of the 6 renames (record, checkpoint at epochs 2, 4, 6), then resume.
+for k in 1 2 3 4 5 6; do
+  dir="$work/kill-$k"
+  set +e
+  STIEFEL_FAULT_KILL_AT_RENAME=$k LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" 2>/dev/null; rc=$?
+  set -e
+  [ "$rc" -eq 137 ] || fail "kill at rename $k: exit $rc, expected 137 (SIGKILL)"
+  "$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err" || { cat "$dir.err"; fail "resume after kill at rename $k"; }
+  same_as_straight "$dir"
+  no_temporaries "$dir"
+done
+echo "a SIGKILL before any of the 6 renames resumes to the uninterrupted result, no temporaries left"
+
+# 2. A full disk while writing the record, then the checkpoint: exit non-zero naming the file, the
+#    files on disk are exactly the ones before, no temporary left; a later resume completes.
+for target in run.json checkpoint.pt; do
+  dir="$work/enospc-$target"
+  set +e
+  STIEFEL_FAULT_KILL_AT_RENAME=3 LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" 2>/dev/null
+  set -e
+  before=$(cd "$dir" && sha256sum run.json checkpoint.pt)
+  set +e
+  STIEFEL_FAULT_ENOSPC="$target.tmp" LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err"; rc=$?
+  set -e
+  [ "$rc" -ne 0 ] || fail "ENOSPC on $target: exit 0"
+  grep -q "$target" "$dir.err" || fail "ENOSPC on $target: message does not name the file: $(cat "$dir.err")"
+  grep -qi "no space left" "$dir.err" || fail "ENOSPC on $target: message does not say why: $(cat "$dir.err")"
+  [ "$(wc -l < "$dir.err")" -eq 1 ] || fail "ENOSPC on $target: expected one line, got: $(cat "$dir.err")"
+  [ "$before" = "$(cd "$dir" && sha256sum run.json checkpoint.pt)" ] || fail "ENOSPC on $target changed the files"
+  no_temporaries "$dir"
+  "$stiefel" "${args[@]}" --out "$dir" --resume
+  same_as_straight "$dir"
+done
+echo "a full disk on the record or the checkpoint loses nothing and says which file"
+
+# 3. A bit flip in the checkpoint: refused (SHA-256 against the record), files untouched.
+dir="$work/flip"
+set +e
+STIEFEL_FAULT_KILL_AT_RENAME=5 LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" 2>/dev/null
+set -e
+python3 - "$dir/checkpoint.pt" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0x10
+open(p, "wb").write(bytes(b))
+PY
+before=$(cd "$dir" && sha256sum run.json checkpoint.pt)
+set +e
+"$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err"; rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "a bit-flipped checkpoint was resumed"
+grep -q "checkpoint.pt: SHA-256 .* matches no checkpoint" "$dir.err" || fail "bit flip: $(cat "$dir.err")"
+[ "$before" = "$(cd "$dir" && sha256sum run.json checkpoint.pt)" ] || fail "bit flip: files changed"
+"$stiefel" "${args[@]}" --out "$dir" --overwrite
+same_as_straight "$dir"
+echo "a bit-flipped checkpoint is refused; --overwrite starts over"
+
+# 4. Divergence is a result: status diverged with epoch, step and tensor, exit 3; a resume returns it.
+dir="$work/diverged"
+set +e
+"$stiefel" train --task grok --arm a2 --adam-lr 1e10 --epochs 20 --eval-every 2 --quiet --out "$dir" 2> "$dir.err"; rc=$?
+set -e
+[ "$rc" -eq 3 ] || fail "divergence: exit $rc, expected 3: $(cat "$dir.err")"
+grep -q "run diverged: .*non-finite" "$dir.err" || fail "divergence message: $(cat "$dir.err")"
+python3 - "$dir/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "diverged", r["status"]
+d = r["divergence"]
+assert d["epoch"] >= 1 and d["step"] >= 1 and d["tensor"], d
+text = open(sys.argv[1]).read()
+assert "NaN" not in text and "null" not in text.split('"divergence"')[0], "non-finite values stored"
+PY
+set +e
+"$stiefel" train --task grok --arm a2 --adam-lr 1e10 --epochs 20 --eval-every 2 --quiet --out "$dir" --resume 2>/dev/null; rc=$?
+set -e
+[ "$rc" -eq 3 ] || fail "resuming a diverged run: exit $rc, expected 3"
+echo "a diverging run stops with status diverged (exit 3)"
+
+# 5. Outputs that are not regular files are refused and left as they were.
+mkdir -p "$work/links"
+echo keep > "$work/links/target.txt"
+ln -s target.txt "$work/links/cert.json"
+set +e
+"$stiefel" certify --claims 'prop1-joint-gauge' --cases 2 --precision double --out "$work/links/cert.json" 2> "$work/links.err"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "symbolic link" "$work/links.err" || fail "certify --out symlink: exit $rc: $(cat "$work/links.err")"
+[ -L "$work/links/cert.json" ] && [ "$(cat "$work/links/target.txt")" = keep ] || fail "the symlink was replaced"
+mkfifo "$work/links/fifo.json"
+set +e
+"$stiefel" certify --checkpoint "$work/straight/checkpoint.pt" --out "$work/links/fifo.json" 2> "$work/fifo.err"; rc=$?
+"$stiefel" certify --checkpoint "$work/straight/checkpoint.pt" --out "$work/links" 2> "$work/dir.err"; rc2=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "FIFO" "$work/fifo.err" || fail "certify --out FIFO: exit $rc: $(cat "$work/fifo.err")"
+[ -p "$work/links/fifo.json" ] || fail "the FIFO was replaced"
+[ "$rc2" -eq 2 ] && grep -q "a folder" "$work/dir.err" || fail "certify --out DIR: exit $rc2: $(cat "$work/dir.err")"
+mkdir -p "$work/linked-run" && ln -s ../straight/run.json "$work/linked-run/run.json"
+set +e
+"$stiefel" "${args[@]}" --out "$work/linked-run" --overwrite 2> "$work/linked.err"; rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q "symbolic link" "$work/linked.err" || fail "run.json symlink: exit $rc: $(cat "$work/linked.err")"
+[ -L "$work/linked-run/run.json" ] || fail "the run.json symlink was replaced"
+echo "symbolic links, FIFOs and folders are never replaced"
+
+# 6. A temporary left by a dead process is removed by the next write to the same file.
+dir="$work/stale"
+mkdir -p "$dir" && head -c 100000 /dev/zero > "$dir/run.json.tmp.999999999"
+"$stiefel" "${args[@]}" --out "$dir"
+[ ! -e "$dir/run.json.tmp.999999999" ] || fail "a stale temporary survived"
+echo "stale temporaries of dead processes are removed"
