@@ -285,6 +285,50 @@ std::string table_heading(const json& t) {
   return h;
 }
 
+void check_run_record(const json& run, const std::string& path) {
+  auto bad = [&](const std::string& field, const std::string& what) {
+    throw ExperimentError(path + ": " + field + ": " + what + " (not a run record of `stiefel train`?)");
+  };
+  if (!run.is_object()) bad("(top level)", "expected a JSON object");
+  if (!run.contains("status") || !run["status"].is_string()) bad("status", "expected a string");
+  if (!run.contains("config") || !run["config"].is_object()) bad("config", "expected an object");
+  const auto& cfg = run["config"];
+  if (!cfg.contains("epochs") || !cfg["epochs"].is_number_integer() || cfg["epochs"].get<std::int64_t>() < 1)
+    bad("config.epochs", "expected a positive integer");
+  for (const char* k : {"device", "task"})
+    if (cfg.contains(k) && !cfg[k].is_string()) bad(std::string("config.") + k, "expected a string");
+  if (run.contains("dataset") && (!run["dataset"].is_object() ||
+                                  (run["dataset"].contains("name") && !run["dataset"]["name"].is_string())))
+    bad("dataset", "expected an object with a string \"name\"");
+  static const char* numeric[] = {"train_loss", "train_acc", "test_acc", "val_acc", "isometry_error_max",
+                                  "tangent_grad_norm", "step_norm", "step_per_gradient", "cap_active_fraction",
+                                  "gauge_fraction", "seconds"};
+  auto check_metrics = [&](const json& e, const std::string& where, bool final_record) {
+    if (!e.is_object()) bad(where, "expected an object");
+    if (!e.contains("epoch") || !e["epoch"].is_number_integer() || e["epoch"].get<std::int64_t>() < 1)
+      bad(where + ".epoch", "expected a positive integer");
+    for (const char* k : {"train_acc", "isometry_error_max"})
+      if (!e.contains(k)) bad(where + "." + k, "missing");
+    if (final_record && !e.contains("test_acc")) bad(where + ".test_acc", "missing");
+    for (const char* k : numeric)
+      if (e.contains(k) && !(e[k].is_number() && std::isfinite(e[k].get<double>())))
+        bad(where + "." + k, "expected a finite number, found " + e[k].dump());
+  };
+  if (!run.contains("epochs") || !run["epochs"].is_array()) bad("epochs", "expected an array");
+  std::int64_t last = 0;
+  for (std::size_t i = 0; i < run["epochs"].size(); ++i) {
+    const std::string where = "epochs[" + std::to_string(i) + "]";
+    check_metrics(run["epochs"][i], where, false);
+    const auto epoch = run["epochs"][i]["epoch"].get<std::int64_t>();
+    if (epoch <= last) bad(where + ".epoch", "epochs must increase");
+    last = epoch;
+  }
+  if (run["status"] == "completed") {
+    if (!run.contains("final")) bad("final", "missing in a completed run");
+    check_metrics(run["final"], "final", true);
+  }
+}
+
 GrokMetrics grok_metrics(const json& run, int sustained_windows) {
   GrokMetrics g;
   const auto& ep = run.at("epochs");
@@ -393,8 +437,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
         const auto path = fs::path(dir) / "runs" / run.id / "run.json";
         if (!fs::exists(path)) continue;
         const auto rec = read_json_file(path.string());
-        if (!rec.contains("epochs") || !rec.contains("config"))
-          throw ExperimentError(path.string() + ": not a run record (no epochs/config)");
+        check_run_record(rec, path.string());
         if (rec.value("status", "") == "diverged") {  // a result: counted, never averaged
           ++diverged;
           const auto& dv = rec.value("divergence", json::object());

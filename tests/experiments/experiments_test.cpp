@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 namespace {
@@ -486,3 +487,36 @@ TEST(Ledger, TheoryClaimsFollowTheCertificate) {
 }
 
 }  // namespace
+
+// A malformed run record is refused at load time naming the file and the field, never read as a
+// default (a misspelt or non-finite metric used to be undefined behaviour in the tables).
+TEST(RunRecord, MalformedRecordsAreRefusedNamingTheField) {
+  EXPECT_NO_THROW(check_run_record(image_run(4, 0.6, 0.55), "r.json"));
+  struct Case {
+    std::function<void(json&)> damage;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {[](json& r) { r["final"].erase("test_acc"); }, "final.test_acc"},
+      {[](json& r) { r["final"]["test_acc"] = "0.6"; }, "final.test_acc"},
+      {[](json& r) { r["epochs"][1]["isometry_error_max"] = nullptr; }, "epochs[1].isometry_error_max"},
+      {[](json& r) { r["epochs"][2]["train_acc"] = std::nan(""); }, "epochs[2].train_acc"},
+      {[](json& r) { r["epochs"][2]["epoch"] = 1; }, "epochs[2].epoch"},
+      {[](json& r) { r["epochs"][0].erase("train_acc"); }, "epochs[0].train_acc"},
+      {[](json& r) { r["config"]["epochs"] = -4; }, "config.epochs"},
+      {[](json& r) { r.erase("status"); }, "status"},
+      {[](json& r) { r["epochs"] = json::object(); }, "epochs"},
+      {[](json& r) { r["dataset"] = 3; }, "dataset"},
+      {[](json& r) { r = json::array(); }, "(top level)"},
+  };
+  for (const auto& c : cases) {
+    json r = image_run(4, 0.6, 0.55);
+    c.damage(r);
+    try {
+      check_run_record(r, "r.json");
+      ADD_FAILURE() << "accepted a record with a bad " << c.field << ": " << r.dump();
+    } catch (const ExperimentError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("r.json: " + c.field + ":", 0), 0u) << e.what();
+    }
+  }
+}

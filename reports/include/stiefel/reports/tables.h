@@ -19,6 +19,11 @@ struct GrokMetrics {
   double min_train_after_memorized = 1;                        // the slingshot's depth
 };
 
+// Throws ExperimentError("PATH: FIELD: what was expected") unless RUN has every field the tables read,
+// with its type: status, config.epochs, epochs[] (epoch, train_acc, isometry_error_max and the
+// numeric diagnostics), and for a completed run final (test_acc, train_acc, isometry_error_max).
+void check_run_record(const nlohmann::json& run, const std::string& path);
+
 // Grokking metrics of a run record (records evaluated every eval_every epochs). Pure; tested.
 GrokMetrics grok_metrics(const nlohmann::json& run, int sustained_windows = 3);
 
