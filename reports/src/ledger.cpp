@@ -201,6 +201,64 @@ void check_claim_budget(const json& claim, const std::string& source) {
   }
 }
 
+// A claim of claims.json, checked whole before anything reads it: every key known, every field the
+// ledger reads present with its type. Throws ExperimentError("SOURCE: claim ID: FIELD: ...").
+void check_claim(const json& claim, const std::string& source, std::size_t index) {
+  std::string where = source + ": claims[" + std::to_string(index) + "]: ";
+  auto bad = [&](const std::string& what) { throw ExperimentError(where + what); };
+  if (!claim.is_object()) bad("expected an object");
+  static const std::set<std::string> known = {"id", "claim", "where", "paper", "kind", "experiment", "ref",
+                                              "rule", "certificate", "min_epochs", "contradiction", "budget"};
+  for (const char* k : {"id", "claim", "where", "paper", "kind"})
+    if (!claim.contains(k) || !claim[k].is_string()) bad("a claim needs a string \"" + std::string(k) + "\"");
+  where = source + ": claim " + claim["id"].get<std::string>() + ": ";
+  for (const auto& [k, _] : claim.items())
+    if (!known.count(k)) bad("unknown key \"" + k + "\"");
+  if (claim.contains("contradiction") && !claim["contradiction"].is_string()) bad("\"contradiction\" must be a string");
+  const std::string kind = claim["kind"];
+  if (kind == "theory") {
+    for (const char* k : {"experiment", "ref", "rule", "min_epochs"})
+      if (claim.contains(k)) bad(std::string("a theory claim has no \"") + k + "\" (its evidence is the certificate)");
+    const auto& c = claim.contains("certificate") ? claim["certificate"] : json();
+    if (!c.is_array() || c.empty() || !std::all_of(c.begin(), c.end(), [](const json& x) { return x.is_string(); }))
+      bad("\"certificate\" must be a non-empty array of certificate claim ids");
+    return;
+  }
+  if (kind != "empirical") bad("\"kind\" must be theory or empirical");
+  if (claim.contains("certificate")) bad("an empirical claim has no \"certificate\"");
+  if (!claim.contains("experiment") || !claim["experiment"].is_string()) bad("\"experiment\" must be a string");
+  if (claim.contains("min_epochs") && !claim["min_epochs"].is_number()) bad("\"min_epochs\" must be a number");
+  auto check_ref = [&](const json& r, const std::string& name) {
+    if (!r.is_object()) bad("\"" + name + "\" must be an object");
+    for (const auto& [k, v] : r.items()) {
+      if (k != "field" && k != "group" && k != "arm" && k != "contrast") bad("\"" + name + "\": unknown key \"" + k + "\"");
+      if (!v.is_string()) bad("\"" + name + "." + k + "\" must be a string");
+    }
+    if (!r.contains("field")) bad("\"" + name + "\" needs a \"field\"");
+    if (r.contains("arm") == r.contains("contrast")) bad("\"" + name + "\" names one \"arm\" or one \"contrast\"");
+  };
+  if (!claim.contains("ref")) bad("needs a \"ref\"");
+  check_ref(claim["ref"], "ref");
+  if (!claim.contains("rule") || !claim["rule"].is_object()) bad("\"rule\" must be an object");
+  const auto& rule = claim["rule"];
+  static const std::set<std::string> types = {"positive", "negative", "null", "below", "above",
+                                              "ratio_below", "ratio_above", "within"};
+  if (!rule.contains("type") || !rule["type"].is_string() || !types.count(rule["type"].get<std::string>()))
+    bad("\"rule.type\" must be one of positive, negative, null, below, above, ratio_below, ratio_above, within");
+  if (rule.contains("statement") && !rule["statement"].is_string()) bad("\"rule.statement\" must be a string");
+  const std::string type = rule["type"];
+  const bool valued = type != "positive" && type != "negative" && type != "null";
+  if (valued && (!rule.contains("value") || !rule["value"].is_number())) bad("\"rule.value\" must be a number");
+  if (type == "within" && (!rule.contains("tolerance") || !rule["tolerance"].is_number()))
+    bad("\"rule.tolerance\" must be a number");
+  const bool ratio = type.rfind("ratio_", 0) == 0;
+  if (ratio != rule.contains("denominator")) bad(ratio ? "a ratio rule needs a \"rule.denominator\"" : "only ratio rules have a \"rule.denominator\"");
+  if (ratio) check_ref(rule["denominator"], "rule.denominator");
+  for (const auto& [k, _] : rule.items())
+    if (k != "type" && k != "statement" && k != "value" && k != "tolerance" && k != "denominator")
+      bad("\"rule\": unknown key \"" + k + "\"");
+}
+
 // "cpu (n = 5000, 12 epochs, 6 seeds)": the profile and the budget it ran.
 std::string budget_label(const json& table) {
   std::string label = table["profile"];
@@ -213,15 +271,13 @@ std::string budget_label(const json& table) {
 
 json build_ledger(const json& claims_file, const std::vector<json>& tables, const json& certificate,
                   const std::string& source) {
-  if (!claims_file.contains("claims") || !claims_file["claims"].is_array())
+  if (!claims_file.is_object() || !claims_file.contains("claims") || !claims_file["claims"].is_array())
     throw ExperimentError(source + ": missing array \"claims\"");
   json rows = json::array();
   int n_confirmed = 0, n_refuted = 0, n_not_confirmed = 0, n_not_run = 0, n_interim = 0, n_reduced = 0,
       n_reduced_verdict = 0;
+  for (std::size_t i = 0; i < claims_file["claims"].size(); ++i) check_claim(claims_file["claims"][i], source, i);
   for (const auto& claim : claims_file["claims"]) {
-    for (const char* k : {"id", "claim", "where", "paper", "kind"})
-      if (!claim.contains(k))
-        throw ExperimentError(source + ": a claim lacks \"" + std::string(k) + "\": " + claim.dump());
     check_claim_budget(claim, source);
     json row = {{"id", claim["id"]}, {"claim", claim["claim"]}, {"where", claim["where"]}, {"paper", claim["paper"]},
                 {"kind", claim["kind"]}, {"evidence", json::array()}};

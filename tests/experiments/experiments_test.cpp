@@ -520,3 +520,53 @@ TEST(RunRecord, MalformedRecordsAreRefusedNamingTheField) {
     }
   }
 }
+
+// The claims file is checked whole at load time (the fuzzer found a theory claim without
+// "certificate" read through nlohmann's const operator[], a use after free): every malformed claim
+// is refused naming the claim and the field.
+TEST(Ledger, MalformedClaimsAreRefusedNamingTheClaimAndTheField) {
+  const json theory = {{"id", "t"}, {"claim", "c"}, {"where", "w"}, {"paper", "p"}, {"kind", "theory"},
+                       {"certificate", {"prop1-joint-gauge"}}};
+  const json empirical = {{"id", "e"}, {"claim", "c"}, {"where", "w"}, {"paper", "p"}, {"kind", "empirical"},
+                          {"experiment", "table6"}, {"ref", {{"arm", "b2"}, {"field", "test_acc.mean"}}},
+                          {"rule", {{"type", "above"}, {"value", 1.0}}}};
+  EXPECT_NO_THROW(build_ledger({{"claims", {theory, empirical}}}, {}, nullptr, "claims.json"));
+  struct Case {
+    json claim;
+    std::string message;
+  };
+  auto without = [](json c, const char* k) {
+    c.erase(k);
+    return c;
+  };
+  auto with = [](json c, const char* k, const json& v) {
+    c[k] = v;
+    return c;
+  };
+  const std::vector<Case> cases = {
+      {without(theory, "certificate"), "claim t: \"certificate\" must be"},
+      {with(theory, "certificate", json::array()), "claim t: \"certificate\" must be"},
+      {with(theory, "rule", {{"type", "above"}}), "claim t: a theory claim has no \"rule\""},
+      {with(theory, "kind", "folklore"), "claim t: \"kind\" must be theory or empirical"},
+      {with(theory, "certficate", json::array()), "claim t: unknown key \"certficate\""},
+      {without(theory, "paper"), "claims[0]: a claim needs a string \"paper\""},
+      {with(empirical, "ref", {{"arm", "b2"}}), "claim e: \"ref\" needs a \"field\""},
+      {with(empirical, "ref", {{"field", "x"}}), "claim e: \"ref\" names one \"arm\" or one \"contrast\""},
+      {with(empirical, "ref", {{"field", "x"}, {"arm", 3}}), "claim e: \"ref.arm\" must be a string"},
+      {with(empirical, "rule", {{"type", "above"}}), "claim e: \"rule.value\" must be a number"},
+      {with(empirical, "rule", {{"type", "within"}, {"value", 1}}), "claim e: \"rule.tolerance\" must be a number"},
+      {with(empirical, "rule", {{"type", "ratio_above"}, {"value", 1}}), "claim e: a ratio rule needs"},
+      {with(empirical, "rule", {{"type", "greater"}, {"value", 1}}), "claim e: \"rule.type\" must be one of"},
+      {without(empirical, "experiment"), "claim e: \"experiment\" must be a string"},
+      {with(empirical, "min_epochs", "many"), "claim e: \"min_epochs\" must be a number"},
+      {json::array(), "claims[0]: expected an object"},
+  };
+  for (const auto& c : cases) {
+    try {
+      build_ledger({{"claims", {c.claim}}}, {}, nullptr, "claims.json");
+      ADD_FAILURE() << "accepted " << c.claim.dump();
+    } catch (const ExperimentError& e) {
+      EXPECT_NE(std::string(e.what()).find("claims.json: " + c.message), std::string::npos) << e.what();
+    }
+  }
+}

@@ -46,6 +46,27 @@ std::uint32_t big_endian(const std::vector<std::uint8_t>& b, std::size_t at) {
 
 }  // namespace
 
+void append_cifar10(ImageSet& set, const std::vector<std::uint8_t>& bytes, const std::string& path,
+                    std::int64_t records) {
+  set.channels = 3;
+  set.height = set.width = 32;
+  if (records < 1 || bytes.size() != std::size_t(kCifarRecord) * std::size_t(records))
+    throw DataError(path + ": " + std::to_string(bytes.size()) + " bytes, expected " +
+                    std::to_string(kCifarRecord * std::max<std::int64_t>(records, 1)) + " (" +
+                    std::to_string(records) + " records of 3,073 bytes)" +
+                    (bytes.size() % kCifarRecord == 0 ? "" : "; truncated or not a CIFAR-10 batch"));
+  for (std::int64_t i = 0; i < records; ++i) {
+    const std::uint8_t label = bytes[std::size_t(i * kCifarRecord)];
+    if (label > 9)
+      throw DataError(path + ": record " + std::to_string(i) + " has label " + std::to_string(label) +
+                      ", expected 0..9");
+    set.labels.push_back(label);
+    const auto* start = bytes.data() + i * kCifarRecord + 1;
+    set.pixels.insert(set.pixels.end(), start, start + 3072);
+  }
+  set.count += records;
+}
+
 ImageSet read_cifar10(const std::vector<std::string>& files) {
   ImageSet set;
   set.channels = 3;
@@ -56,16 +77,7 @@ ImageSet read_cifar10(const std::vector<std::string>& files) {
       throw DataError(path + ": " + std::to_string(bytes.size()) + " bytes, expected " +
                       std::to_string(kCifarRecord * kCifarPerFile) + " (10,000 records of 3,073 bytes)" +
                       (bytes.size() % kCifarRecord == 0 ? "" : "; truncated or not a CIFAR-10 batch"));
-    for (std::int64_t i = 0; i < kCifarPerFile; ++i) {
-      const std::uint8_t label = bytes[std::size_t(i * kCifarRecord)];
-      if (label > 9)
-        throw DataError(path + ": record " + std::to_string(i) + " has label " + std::to_string(label) +
-                        ", expected 0..9");
-      set.labels.push_back(label);
-      const auto* start = bytes.data() + i * kCifarRecord + 1;
-      set.pixels.insert(set.pixels.end(), start, start + 3072);
-    }
-    set.count += kCifarPerFile;
+    append_cifar10(set, bytes, path, kCifarPerFile);
   }
   return set;
 }
@@ -94,6 +106,11 @@ ImageSet read_idx(const std::string& images_path, const std::string& labels_path
   set.channels = 1;
   set.height = big_endian(img, 8);
   set.width = big_endian(img, 12);
+  // Bounds before the product: three 32-bit header fields can overflow a 64-bit size.
+  if (set.count > 100000000 || set.height > 65536 || set.width > 65536 ||
+      set.count * set.height * set.width > (std::int64_t(1) << 40))
+    throw DataError(images_path + ": header promises " + std::to_string(set.count) + " images of " +
+                    std::to_string(set.height) + "×" + std::to_string(set.width) + " (implausible; corrupt?)");
   const std::size_t need = 16 + std::size_t(set.count * set.height * set.width);
   if (img.size() != need)
     throw DataError(images_path + ": " + std::to_string(img.size()) + " bytes, header promises " +

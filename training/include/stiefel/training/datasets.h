@@ -25,6 +25,11 @@ struct ImageSet {
 // blue, row-major); each standard file holds 10,000 records. Reads the files in order.
 ImageSet read_cifar10(const std::vector<std::string>& files);
 
+// Appends RECORDS CIFAR-10 records held in BYTES (read from PATH, which errors name) to SET: the
+// body of read_cifar10 for one file, with the record count a parameter (the fuzz target's entry).
+void append_cifar10(ImageSet& set, const std::vector<std::uint8_t>& bytes, const std::string& path,
+                    std::int64_t records);
+
 // `dir`/data_batch_1..5.bin (train) or `dir`/test_batch.bin (test).
 std::vector<std::string> cifar10_files(const std::string& dir, bool train);
 
