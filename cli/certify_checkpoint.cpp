@@ -2,6 +2,7 @@
 // residual ratios — every W_Q, W_K frame on St(d,r) (the float64 master copy at the roundoff of
 // float64, the model's copy at the roundoff of its own type) and every stored first moment tangent
 // at its frame (sym(Wᵀm) = 0).
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <stiefel/certificates/runner.h>
@@ -30,7 +31,10 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
     archive.load_from(path);
     archive.read("model", model);
   } catch (const std::exception& e) {
-    std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << e.what() << ")\n";
+    // LibTorch's message is its first line; the backtrace after it only with --verbose.
+    std::string what = e.what();
+    if (!std::getenv("STIEFEL_VERBOSE") && what.find('\n') != std::string::npos) what = what.substr(0, what.find('\n'));
+    std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << what << ")\n";
     return 2;
   }
   const bool has_frames = archive.try_read("frames", frames);

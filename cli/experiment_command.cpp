@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <stiefel/io/sha256.h>
 #include <stiefel/reports/experiment.h>
 
 #include "commands.h"
@@ -51,12 +52,23 @@ std::string format_seconds(double s) {
 }
 
 // The status of a run folder's record: "completed" and "diverged" are final (results); anything
-// else ("running", no record, an unreadable one) is run or resumed.
+// else ("running", no record, an unreadable one) is run or resumed. A completed record whose final
+// checkpoint is not the one it names (a kill before the checkpoint's commit) is "repair": the
+// resume recomputes the final checkpoint.
 std::string run_status(const fs::path& run_dir) {
   const auto p = run_dir / "run.json";
   if (!fs::exists(p)) return "";
   try {
-    return reports::read_json_file(p.string()).value("status", "");
+    const auto run = reports::read_json_file(p.string());
+    const std::string status = run.is_object() && run.contains("status") && run["status"].is_string() ? run["status"] : "";
+    if (status != "completed" || !run.contains("checkpoints") || !run["checkpoints"].is_object() ||
+        run["checkpoints"].empty())
+      return status;
+    std::string last;
+    for (const auto& [e, h] : run["checkpoints"].items())
+      if (last.empty() || std::stoll(e) > std::stoll(last)) last = e;
+    const auto ckpt = run_dir / "checkpoint.pt";
+    return fs::exists(ckpt) && io::sha256_file(ckpt) == run["checkpoints"][last] ? status : "repair";
   } catch (const std::exception&) {
     return "";
   }

@@ -44,13 +44,17 @@ int run_report(const Options& o) {
                                      ": not a certificate of `stiefel certify` (expected \"claims\": [{\"id\", \"observed\", ...}] "
                                      "and \"summary\")");
   }
+  // Every output path is checked before the first is written (no half-replaced set of files).
   io::check_output_path(fs::path(o.out) / "CLAIMS.md");
+  io::check_output_path(fs::path(o.out) / "claims.json");
   std::vector<json> tables;
   for (const auto& dir : o.results) {
     if (!fs::is_directory(dir)) throw reports::ExperimentError(dir + ": not a results folder");
     auto t = reports::analyse_results(dir, o.resamples, o.seed, o.definitions);
     const std::string stem = t["experiment"].get<std::string>() + "-" + t["profile"].get<std::string>();
     t["results"] = dir;
+    io::check_output_path(fs::path(o.out) / (stem + ".md"));
+    io::check_output_path(fs::path(o.out) / (stem + ".json"));
     if (!o.no_plots) {
       json files = json::array();
       for (const auto& f : reports::draw_plots(t, o.out, stem)) files.push_back(fs::path(f).filename().string());

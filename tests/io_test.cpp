@@ -114,11 +114,30 @@ TEST_F(Folder, TemporariesOfDeadProcessesAreRemovedOthersKept) {
   std::ofstream(p.string() + ".tmp.1") << "init's";                          // a live process
   std::ofstream(p.string() + ".tmp.notapid") << "other";                     // not ours
   std::ofstream(dir / "other.json.tmp.999999999") << "another file's";       // another file
-  EXPECT_EQ(stiefel::io::remove_stale_temporaries(p), 1);
+  const std::string here = stiefel::io::temporary_path(p).string().substr(p.string().size() + 5);  // PID.HOST
+  const std::string host = here.substr(here.find('.') + 1);
+  std::ofstream(p.string() + ".tmp.999999998." + host) << "stale, this machine's";
+  std::ofstream(p.string() + ".tmp.999999997.another-machine") << "another machine's";  // may be live there
+  EXPECT_EQ(stiefel::io::remove_stale_temporaries(p), 2);
   EXPECT_FALSE(fs::exists(p.string() + ".tmp.999999999"));
+  EXPECT_FALSE(fs::exists(p.string() + ".tmp.999999998." + host));
+  EXPECT_TRUE(fs::exists(p.string() + ".tmp.999999997.another-machine"));
   EXPECT_TRUE(fs::exists(p.string() + ".tmp.1"));
   EXPECT_TRUE(fs::exists(p.string() + ".tmp.notapid"));
   EXPECT_TRUE(fs::exists(dir / "other.json.tmp.999999999"));
+}
+
+TEST_F(Folder, AFolderLockExcludesASecondWriterUntilReleased) {
+  {
+    stiefel::io::FolderLock first(dir);
+    try {
+      stiefel::io::FolderLock second(dir);  // a second open file description: flock excludes it
+      ADD_FAILURE() << "a second lock on the same folder was granted";
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("another process is writing this folder"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(stiefel::io::FolderLock again(dir));
 }
 
 TEST_F(Folder, OutputPathChecksNameTheProblem) {

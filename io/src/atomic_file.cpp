@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -89,9 +90,21 @@ bool process_alive(long pid) {
   return ::kill(pid_t(pid), 0) == 0 || errno == EPERM;
 }
 
+// This machine's name, for temporaries in folders that several machines share.
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || !name[0]) return "localhost";
+  std::string h = name;
+  for (char& ch : h)
+    if (ch == '/' || ch == '\0') ch = '_';
+  return h;
+}
+
 }  // namespace
 
-fs::path temporary_path(const fs::path& path) { return fs::path(path.string() + ".tmp." + std::to_string(::getpid())); }
+fs::path temporary_path(const fs::path& path) {
+  return fs::path(path.string() + ".tmp." + std::to_string(::getpid()) + "." + host_name());
+}
 
 int remove_stale_temporaries(const fs::path& path) {
   const fs::path parent = path.parent_path().empty() ? fs::path(".") : path.parent_path();
@@ -101,8 +114,12 @@ int remove_stale_temporaries(const fs::path& path) {
   for (fs::directory_iterator it(parent, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
-    const std::string digits = name.substr(prefix.size());
+    // PID.HOST (or PID alone, as earlier versions wrote): only this machine's processes can be judged.
+    const std::string rest = name.substr(prefix.size());
+    const std::string digits = rest.substr(0, rest.find('.'));
+    const std::string host = rest.find('.') == std::string::npos ? "" : rest.substr(rest.find('.') + 1);
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    if (!host.empty() && host != host_name()) continue;
     if (process_alive(std::stol(digits))) continue;
     std::error_code rm;
     if (it->is_regular_file(rm) && fs::remove(it->path(), rm)) ++removed;
@@ -172,7 +189,28 @@ void PendingFile::commit() {
     fail(path_, "cannot rename " + tmp_.string() + " into place (" + errno_text(err) + ")");
   }
   committed_ = true;
-  fsync_path(path_.parent_path().empty() ? fs::path(".") : path_.parent_path(), path_, true);
+  // The file is in place; syncing the folder entry is best effort (a failure is not a lost write).
+  try {
+    fsync_path(path_.parent_path().empty() ? fs::path(".") : path_.parent_path(), path_, true);
+  } catch (const IoError&) {
+  }
+}
+
+FolderLock::FolderLock(const fs::path& folder) {
+  const fs::path lock = folder / ".lock";
+  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail(folder, "cannot open its lock file " + lock.string() + " (" + errno_text(errno) + ")");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    if (err == EWOULDBLOCK) fail(folder, "another process is writing this folder (it holds " + lock.string() + ")");
+    fail(folder, "cannot lock " + lock.string() + " (" + errno_text(err) + ")");
+  }
+}
+
+FolderLock::~FolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
 void write_file_atomically(const fs::path& path, std::string_view content) {

@@ -145,7 +145,7 @@ void referenced_arms(const json& table, const json& ref, std::vector<const json*
 // Seeds completed by the arms a claim reads: the fewest completed (k) of the most planned (N); complete
 // when every such arm has completed every seed of its grid.
 struct SeedCount {
-  std::int64_t completed = 0, planned = 0;
+  std::int64_t completed = 0, planned = 0, diverged = 0;
   bool complete = false;
 };
 
@@ -162,6 +162,7 @@ SeedCount claim_seeds(const json& claim, const json& table) {
     // A diverged run is finished (a result, counted in the table), so it does not hold a verdict open.
     const auto n = a->value("n", std::int64_t(0)), planned = a->value("planned", std::int64_t(0));
     const auto finished = a->value("finished", n);
+    s.diverged += std::int64_t(a->value("diverged", json::array()).size());
     s.completed = std::min(s.completed, n);
     s.planned = std::max(s.planned, planned);
     s.complete = s.complete && planned > 0 && finished >= planned;
@@ -329,6 +330,11 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
             ev["verdict"] = "interim (" + std::to_string(seeds.completed) + " of " + std::to_string(seeds.planned) +
                             " seeds)";
             ev["interim"] = true;
+            decides = false;
+          } else if (seeds.diverged > 0) {
+            // The surviving seeds are a selected sample: no verdict from them.
+            ev["verdict"] = "undecided (" + std::to_string(seeds.diverged) + " of the runs it reads diverged)";
+            ev["diverged"] = seeds.diverged;
             decides = false;
           }
         }

@@ -246,6 +246,16 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
     io::write_file_atomically(figure, [&](const fs::path& tmp) {
       if (tmp != tmp_file) throw io::IoError(tmp.string() + ": unexpected temporary name");
       run_gnuplot(script);
+      // gnuplot exits 0 even when its PNG could not be written in full: a PNG ends with its IEND chunk.
+      std::ifstream png(tmp, std::ios::binary | std::ios::ate);
+      const auto size = png ? std::streamoff(png.tellg()) : std::streamoff(0);
+      std::string tail(8, '\0');
+      if (size >= 8) {
+        png.seekg(size - 8);
+        png.read(tail.data(), 8);
+      }
+      if (size < 8 || tail != std::string("IEND\xAE\x42\x60\x82", 8))
+        throw io::IoError(figure.string() + ": gnuplot wrote an incomplete PNG (" + std::to_string(size) + " bytes)");
     });
     written.push_back(figure.string());
   }

@@ -327,6 +327,12 @@ void check_run_record(const json& run, const std::string& path) {
     if (!run.contains("final")) bad("final", "missing in a completed run");
     check_metrics(run["final"], "final", true);
   }
+  if (run["status"] == "diverged") {
+    const auto& d = run.contains("divergence") ? run["divergence"] : json();
+    if (!d.is_object() || !d.contains("tensor") || !d["tensor"].is_string() || !d.contains("epoch") ||
+        !d["epoch"].is_number_integer() || !d.contains("step") || !d["step"].is_number_integer())
+      bad("divergence", "a diverged run records {\"epoch\", \"step\", \"tensor\"}");
+  }
 }
 
 GrokMetrics grok_metrics(const json& run, int sustained_windows) {

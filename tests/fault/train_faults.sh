@@ -26,7 +26,10 @@ no_temporaries() { ! ls "$1" | grep -q '\.tmp\.' || fail "temporary files left i
 "$stiefel" "${args[@]}" --out "$work/straight"
 no_temporaries "$work/straight"
 
-# 1. SIGKILL before each of the 6 renames (record, checkpoint at epochs 2, 4, 6), then resume.
+# 1. SIGKILL before each of the 6 renames (record, checkpoint at epochs 2, 4, 6), then resume: the
+#    resume starts where the committed checkpoint is (k = 3, 4: epoch 2; k = 5, 6: epoch 4), and the
+#    final checkpoint on disk is the one the record names (k = 6 recomputes it).
+resumed_at=(none none none 2 2 4 4)
 for k in 1 2 3 4 5 6; do
   dir="$work/kill-$k"
   set +e
@@ -36,6 +39,15 @@ for k in 1 2 3 4 5 6; do
   "$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err" || { cat "$dir.err"; fail "resume after kill at rename $k"; }
   same_as_straight "$dir"
   no_temporaries "$dir"
+  python3 - "$dir/run.json" "$dir/checkpoint.pt" "${resumed_at[$k]}" <<'PY'
+import hashlib, json, sys
+r = json.load(open(sys.argv[1]))
+want = None if sys.argv[3] == "none" else [int(sys.argv[3])]
+assert r.get("resumed_at_epochs") == want, (r.get("resumed_at_epochs"), want)
+last = max(r["checkpoints"], key=int)
+assert last == "6" and hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest() == r["checkpoints"][last], \
+    "the final checkpoint is not the one the record names"
+PY
 done
 echo "a SIGKILL before any of the 6 renames resumes to the uninterrupted result, no temporaries left"
 
@@ -92,13 +104,19 @@ set -e
 [ "$rc" -eq 3 ] || fail "divergence: exit $rc, expected 3: $(cat "$dir.err")"
 grep -q "run diverged: .*non-finite" "$dir.err" || fail "divergence message: $(cat "$dir.err")"
 python3 - "$dir/run.json" <<'PY'
-import json, sys
+import json, math, sys
 r = json.load(open(sys.argv[1]))
 assert r["status"] == "diverged", r["status"]
 d = r["divergence"]
 assert d["epoch"] >= 1 and d["step"] >= 1 and d["tensor"], d
-text = open(sys.argv[1]).read()
-assert "NaN" not in text and "null" not in text.split('"divergence"')[0], "non-finite values stored"
+def finite(x, where):  # every recorded metric is a finite number (JSON null would be a NaN)
+    if isinstance(x, dict):
+        for k, v in x.items(): finite(v, where + "." + k)
+    elif isinstance(x, list):
+        for i, v in enumerate(x): finite(v, f"{where}[{i}]")
+    else:
+        assert x is not None and not (isinstance(x, float) and not math.isfinite(x)), where
+finite(r["epochs"], "epochs")
 PY
 set +e
 "$stiefel" train --task grok --arm a2 --adam-lr 1e10 --epochs 20 --eval-every 2 --quiet --out "$dir" --resume 2>/dev/null; rc=$?
@@ -137,3 +155,16 @@ mkdir -p "$dir" && head -c 100000 /dev/zero > "$dir/run.json.tmp.999999999"
 "$stiefel" "${args[@]}" --out "$dir"
 [ ! -e "$dir/run.json.tmp.999999999" ] || fail "a stale temporary survived"
 echo "stale temporaries of dead processes are removed"
+
+# 7. One process at a time writes a run folder: a second one is refused while the first runs.
+dir="$work/locked"
+"$stiefel" train --task grok --arm b2 --seed 5 --epochs 400 --eval-every 2 --quiet --out "$dir" &
+first=$!
+for _ in $(seq 300); do [ -f "$dir/run.json" ] && break; sleep 0.1; done
+set +e
+"$stiefel" train --task grok --arm b2 --seed 5 --epochs 400 --eval-every 2 --quiet --out "$dir" --resume 2> "$dir.err"; rc=$?
+set -e
+kill -9 "$first" 2>/dev/null || true
+wait "$first" 2>/dev/null || true
+[ "$rc" -ne 0 ] && grep -q "another process is writing this folder" "$dir.err" || fail "a second writer: exit $rc: $(cat "$dir.err")"
+echo "a second process on the same run folder is refused"

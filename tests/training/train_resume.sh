@@ -100,4 +100,5 @@ if "$stiefel" certify --checkpoint "$work/broken.pt" --out "$work/broken.json" 2
   echo "a truncated checkpoint was certified"; exit 1
 fi
 grep -q "broken.pt" "$work/err4"
+[ "$(wc -l < "$work/err4")" -eq 1 ] || { echo "FAIL: a torch error took more than one line: $(cat "$work/err4")"; exit 1; }
 echo "checkpoint certificate ok"

@@ -122,6 +122,9 @@ Data load_data(const TrainConfig& c) {
   d.train_y = p.train_y;
   d.test_x = p.test_x;
   d.test_y = p.test_y;
+  if (c.test_n > d.test_y.size(0))
+    throw std::invalid_argument("--test-n " + std::to_string(c.test_n) + ": the test split has " +
+                                std::to_string(d.test_y.size(0)) + " images");
   if (c.test_n > 0 && c.test_n < d.test_y.size(0)) {  // the first test_n test images (smoke runs)
     d.test_x = d.test_x.slice(0, 0, c.test_n);
     d.test_y = d.test_y.slice(0, 0, c.test_n);
@@ -215,6 +218,45 @@ Accuracy evaluate(Classifier& model, const torch::Tensor& x, const torch::Tensor
   return {loss / double(x.size(0)), double(correct) / double(x.size(0))};
 }
 
+// The fields of a stored record that a resume reads, with their types; a damaged record is refused
+// naming the file and the field.
+void check_stored_record(const nlohmann::json& run, const fs::path& run_path) {
+  auto bad = [&](const std::string& field, const std::string& what) {
+    throw std::invalid_argument(run_path.string() + ": " + field + ": " + what + "; --overwrite starts the run over");
+  };
+  if (run.contains("status") && !run["status"].is_string()) bad("status", "expected a string");
+  for (const char* k : {"options", "config", "compute"})
+    if (run.contains(k) && !run[k].is_object()) bad(k, "expected an object");
+  if (run.contains("compute") && run["compute"].contains("mode") && !run["compute"]["mode"].is_string())
+    bad("compute.mode", "expected a string");
+  if (run.contains("checkpoints")) {
+    if (!run["checkpoints"].is_object()) bad("checkpoints", "expected an object");
+    for (const auto& [e, h] : run["checkpoints"].items()) {
+      if (e.empty() || e.size() > 9 || e.find_first_not_of("0123456789") != std::string::npos)
+        bad("checkpoints." + e, "expected an epoch number as the key");
+      if (!h.is_string() || h.get<std::string>().size() != 64 ||
+          h.get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
+        bad("checkpoints." + e, "expected a SHA-256 (64 hex digits)");
+    }
+  }
+  if (run.contains("epochs")) {
+    if (!run["epochs"].is_array()) bad("epochs", "expected an array");
+    for (const auto& e : run["epochs"])
+      if (!e.is_object() || !e.contains("epoch") || !e["epoch"].is_number_integer())
+        bad("epochs", "every entry needs an integer \"epoch\"");
+  }
+  if (run.contains("resumed_at_epochs") && !run["resumed_at_epochs"].is_array()) bad("resumed_at_epochs", "expected an array");
+}
+
+// The epoch whose checkpoint the record names with this SHA-256 (the record keeps the last two), or −1.
+std::int64_t recorded_checkpoint_epoch(const nlohmann::json& run, const std::string& sha) {
+  std::int64_t epoch = -1;
+  if (run.contains("checkpoints"))
+    for (const auto& [e, h] : run["checkpoints"].items())
+      if (h == sha) epoch = std::stoll(e);
+  return epoch;
+}
+
 // What OUT already holds, read before anything is written. Without --resume a run there is
 // refused (unless --overwrite). With --resume: the stored record (an empty object when there is
 // none), once its settings are checked to be this run's.
@@ -256,6 +298,7 @@ nlohmann::json read_existing_run(const TrainConfig& c, const fs::path& run_path,
     return nlohmann::json::object();
   }
   nlohmann::json run = parse();
+  check_stored_record(run, run_path);
   if (run.contains("options")) {
     const auto differs = differing_settings(run["options"], options);
     if (!differs.empty())
@@ -327,6 +370,21 @@ void validate(const TrainConfig& c) {
   at_least("eval-every", c.eval_every, 0);
   // The whitening PCA of 128 dimensions needs well over 128 patches for a full-rank covariance.
   at_least("pca-samples", c.pca_samples, 1000);
+  // Upper bounds keep every product of counts (steps × epochs, images × pixels) far from overflow.
+  auto at_most = [&](const char* option, std::int64_t v, std::int64_t hi) {
+    if (v > hi) bad(option, std::to_string(v) + ": expected at most " + std::to_string(hi));
+  };
+  at_most("epochs", c.epochs, 10000000);
+  at_most("n", c.n, 100000000);
+  at_most("batch", c.batch, 10000000);
+  at_most("warmup-epochs", c.warmup_epochs, 10000000);
+  at_most("test-n", c.test_n, 100000000);
+  at_most("val-n", c.val_n, 100000000);
+  at_most("layers", c.layers, 64);
+  at_most("threads", c.threads, 256);
+  at_most("eval-every", c.eval_every, 10000000);
+  at_most("pca-samples", c.pca_samples, 100000000);
+  if (c.resume && c.overwrite) bad("overwrite", "--resume continues the run in --out, --overwrite starts it over: choose one");
   if (c.seed > std::uint64_t(std::numeric_limits<std::int64_t>::max())) bad("seed", "expected 0 <= seed < 2^63");
 }
 
@@ -369,11 +427,23 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   if (fs::exists(out) && !fs::is_directory(out)) throw std::invalid_argument("--out " + c.out + ": not a folder");
   io::check_output_path(run_path);
   io::check_output_path(ckpt_path);
+  // One process at a time writes a run folder (an existing one is locked now, a new one once created).
+  std::optional<io::FolderLock> lock;
+  if (fs::is_directory(out)) lock.emplace(out);
   nlohmann::json run = read_existing_run(c, run_path, ckpt_path, options);
   io::remove_stale_temporaries(run_path);  // left by a killed process
   io::remove_stale_temporaries(ckpt_path);
-  if (run.is_object() && (run.value("status", "") == "completed" || run.value("status", "") == "diverged"))
-    return run;  // a finished run with the same settings: its record is the result
+  if (run.is_object() && run.value("status", "") == "diverged") return run;  // a result
+  if (run.is_object() && run.value("status", "") == "completed") {
+    // A finished run with the same settings: its record is the result, once its final checkpoint is
+    // the one it names. A kill between the final record and the checkpoint's commit leaves an older
+    // checkpoint: the run then resumes from it and recomputes the last epochs (bit-identically).
+    if (!run.contains("checkpoints") || run["checkpoints"].empty()) return run;  // records before checksums
+    std::int64_t last = 0;
+    for (const auto& [e, h] : run["checkpoints"].items()) last = std::max(last, std::int64_t(std::stoll(e)));
+    if (fs::exists(ckpt_path) && recorded_checkpoint_epoch(run, io::sha256_file(ckpt_path)) == last) return run;
+    if (!c.quiet) progress << ckpt_path.string() << ": not the final checkpoint the record names; recomputing it\n";
+  }
   const nlohmann::json stored_config =
       run.is_object() ? run.value("config", nlohmann::json::object()) : nlohmann::json::object();
   const std::string stored_compute =
@@ -381,6 +451,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
 
   Data data = load_data(c);  // may throw DataError before anything is written
   fs::create_directories(out);
+  if (!lock) lock.emplace(out);
   if (!c.resume && c.overwrite) {  // --overwrite: the old run goes only once the new one can start
     fs::remove(run_path);
     fs::remove(ckpt_path);
@@ -450,11 +521,10 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     std::int64_t recorded_epoch = -1;
     if (run.contains("checkpoints")) {
       const std::string sha = io::sha256_file(ckpt_path);
-      for (const auto& [e, h] : run["checkpoints"].items())
-        if (h == sha) recorded_epoch = std::stoll(e);
+      recorded_epoch = recorded_checkpoint_epoch(run, sha);
       if (recorded_epoch < 0)
-        throw std::runtime_error(ckpt_path.string() + ": SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " +
-                                 run_path.string() + " records (damaged, or from another run); --overwrite starts over");
+        throw std::invalid_argument(ckpt_path.string() + ": SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " +
+                                    run_path.string() + " records (damaged, or from another run); --overwrite starts over");
     }
     torch::Tensor epoch;
     try {
@@ -462,7 +532,13 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       archive.load_from(ckpt_path.string());
       c10::IValue stored_options;
       if (archive.try_read("options", stored_options)) {
-        const auto differs = differing_settings(nlohmann::json::parse(stored_options.toStringRef()), options);
+        nlohmann::json stored;
+        try {
+          stored = nlohmann::json::parse(stored_options.toStringRef());
+        } catch (const nlohmann::json::exception& e) {
+          throw std::invalid_argument(ckpt_path.string() + ": its stored options are not readable (" + e.what() + ")");
+        }
+        const auto differs = differing_settings(stored, options);
         if (!differs.empty())
           throw std::invalid_argument("--resume: " + ckpt_path.string() + " is a checkpoint of another run: " + differs);
       }
@@ -481,7 +557,7 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     }
     start_epoch = epoch.item<std::int64_t>();
     if (recorded_epoch >= 0 && recorded_epoch != start_epoch)
-      throw std::runtime_error(ckpt_path.string() + ": holds epoch " + std::to_string(start_epoch) + " but " +
+      throw std::invalid_argument(ckpt_path.string() + ": holds epoch " + std::to_string(start_epoch) + " but " +
                                run_path.string() + " records it as epoch " + std::to_string(recorded_epoch));
     if (start_epoch >= c.epochs && run.value("status", "") != "completed")
       throw std::runtime_error(ckpt_path.string() + ": the checkpoint is at the last epoch but " + run_path.string() +

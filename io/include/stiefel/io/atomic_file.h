@@ -51,10 +51,24 @@ class PendingFile {
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(const std::filesystem::path&)>& writer);
 
-// The temporary name this process uses for PATH: PATH.tmp.PID.
+// The temporary name this process uses for PATH: PATH.tmp.PID.HOST.
 std::filesystem::path temporary_path(const std::filesystem::path& path);
 
-// Removes PATH.tmp.PID files whose process PID no longer exists; returns how many were removed.
+// Removes PATH.tmp.PID.HOST (and PATH.tmp.PID) files of this machine whose process PID no longer
+// exists; another machine's temporaries in a shared folder are left alone. Returns how many.
 int remove_stale_temporaries(const std::filesystem::path& path);
+
+// An exclusive advisory lock (flock) on FOLDER/.lock, held for the object's lifetime: one process at
+// a time writes a run folder. Throws IoError naming the folder when another process holds it.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::filesystem::path& folder);
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+  ~FolderLock();
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace stiefel::io
