@@ -71,7 +71,7 @@ json read_json_file(const std::string& path) {
   if (!in) throw ExperimentError(path + ": cannot be read (missing or not a file)");
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond double (out_of_range)
     throw ExperimentError(path + ": not valid JSON (" + e.what() + ")");
   }
 }
