@@ -57,6 +57,9 @@ std::vector<json> id_list(const json& d, const char* key, const std::string& sou
     if (!seen.insert(id).second) fail(source, where + ".id \"" + id + "\" is repeated");
     if (e.contains("train")) check_train_object(e["train"], source, where + ".train");
     if (e.contains("variant") && !e["variant"].is_boolean()) fail(source, where + ".variant must be true or false");
+    if (e.contains("seeds") && (!e["seeds"].is_number_unsigned() || e["seeds"].get<std::uint64_t>() < 1))
+      fail(source, where + ".seeds must be a positive integer (this arm's seed count)");
+    if (e.contains("label") && !e["label"].is_string()) fail(source, where + ".label must be a string");
     out.push_back(e);
   }
   return out;

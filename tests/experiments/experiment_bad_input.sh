@@ -29,6 +29,8 @@ printf '{"name": "x", "title": "x", "task": "grok", "analysis": "grok", "seeds":
 expect 2 'dotdot.json: arms\[0\].id ".."' -- "$stiefel" experiment "$work/dotdot.json" --out "$work/b"
 printf '{"name": "x", "seeds": 1e408}' > "$work/overflow.json"
 expect 2 "overflow.json: not valid JSON" -- "$stiefel" experiment "$work/overflow.json" --out "$work/b"
+printf '{"name": "x", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2,\n "arms": [{"id": "a", "seeds": {"arm": "a2"}, "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/arm-seeds.json"
+expect 2 'arm-seeds.json: arms\[0\].seeds must be a positive integer' -- "$stiefel" experiment "$work/arm-seeds.json" --out "$work/b"
 printf '{"name": ' > "$work/broken.json"
 expect 2 "broken.json: not valid JSON" -- "$stiefel" experiment "$work/broken.json" --out "$work/b"
 [ ! -e "$work/b" ] || { echo "FAIL: a refused definition wrote $work/b"; exit 1; }
