@@ -21,16 +21,21 @@ printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seed
 expect 2 "typo.json: arms\[0\].train.lr: not a \`stiefel train\` option" -- "$stiefel" experiment "$work/typo.json" --out "$work/b"
 printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 12,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 3}, "smoke": {}}}' > "$work/few.json"
 expect 2 "at least 6 paired seeds" -- "$stiefel" experiment "$work/few.json" --out "$work/b"
-printf '{"name": "../escaped", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/escape.json"
+# grok_definition FILE NAME TOP ARM: a grok definition with NAME, extra top-level keys TOP and arm ARM.
+grok_definition() {
+  printf '{"name": "%s", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2%s,\n "arms": [%s], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' \
+    "$2" "$3" "$4" > "$work/$1"
+}
+grok_definition escape.json ../escaped "" '{"id": "a", "train": {"arm": "a2"}}'
 expect 2 'escape.json: "name" "../escaped"' -- "$stiefel" experiment "$work/escape.json" --out "$work/b"
-printf '{"name": "x", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2, "seed": 3,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/unknown.json"
+grok_definition unknown.json x ', "seed": 3' '{"id": "a", "train": {"arm": "a2"}}'
 expect 2 'unknown.json: unknown key "seed"' -- "$stiefel" experiment "$work/unknown.json" --out "$work/b"
-printf '{"name": "x", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2,\n "arms": [{"id": "..", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/dotdot.json"
+grok_definition dotdot.json x "" '{"id": "..", "train": {"arm": "a2"}}'
 expect 2 'dotdot.json: arms\[0\].id ".."' -- "$stiefel" experiment "$work/dotdot.json" --out "$work/b"
+grok_definition arm-seeds.json x "" '{"id": "a", "seeds": {"arm": "a2"}, "train": {"arm": "a2"}}'
+expect 2 'arm-seeds.json: arms\[0\].seeds must be a positive integer' -- "$stiefel" experiment "$work/arm-seeds.json" --out "$work/b"
 printf '{"name": "x", "seeds": 1e408}' > "$work/overflow.json"
 expect 2 "overflow.json: not valid JSON" -- "$stiefel" experiment "$work/overflow.json" --out "$work/b"
-printf '{"name": "x", "title": "x", "task": "grok", "analysis": "grok", "seeds": 2,\n "arms": [{"id": "a", "seeds": {"arm": "a2"}, "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/arm-seeds.json"
-expect 2 'arm-seeds.json: arms\[0\].seeds must be a positive integer' -- "$stiefel" experiment "$work/arm-seeds.json" --out "$work/b"
 printf '{"name": ' > "$work/broken.json"
 expect 2 "broken.json: not valid JSON" -- "$stiefel" experiment "$work/broken.json" --out "$work/b"
 [ ! -e "$work/b" ] || { echo "FAIL: a refused definition wrote $work/b"; exit 1; }
