@@ -31,10 +31,7 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
     archive.load_from(path);
     archive.read("model", model);
   } catch (const std::exception& e) {
-    // LibTorch's message is its first line; the backtrace after it only with --verbose.
-    std::string what = e.what();
-    if (!std::getenv("STIEFEL_VERBOSE") && what.find('\n') != std::string::npos) what = what.substr(0, what.find('\n'));
-    std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << what << ")\n";
+    std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << brief_message(e.what()) << ")\n";
     return 2;
   }
   const bool has_frames = archive.try_read("frames", frames);

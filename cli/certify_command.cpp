@@ -62,9 +62,7 @@ void add_certify_command(CLI::App& app, int& exit_code) {
       try {
         exit_code = certify_checkpoint(args->checkpoint, args->out);
       } catch (const std::exception& e) {
-        std::string what = e.what();
-        if (!std::getenv("STIEFEL_VERBOSE") && what.find('\n') != std::string::npos) what = what.substr(0, what.find('\n'));
-        std::cerr << "stiefel certify: " << what << "\n";
+        std::cerr << "stiefel certify: " << brief_message(e.what()) << "\n";
         exit_code = 1;
       }
 #else

@@ -38,14 +38,19 @@ inline const CLI::Validator kPositive = number_at_least_zero(true);
 // Runs a command body and maps its errors to exit codes: bad arguments or definitions
 // (std::invalid_argument, reports::ExperimentError) give 2, anything else 1; the message is
 // printed as "stiefel NAME: what".
+// An error message as the user sees it: its first line (LibTorch appends a backtrace after it), the
+// whole of it with --verbose (STIEFEL_VERBOSE).
+inline std::string brief_message(std::string what) {
+  if (!std::getenv("STIEFEL_VERBOSE") && what.find('\n') != std::string::npos)
+    what = what.substr(0, what.find('\n')) + " (--verbose for details)";
+  return what;
+}
+
 template <class Body>
 void run_command(const char* name, int& exit_code, Body&& body) {
   // One line (LibTorch appends its backtrace after the first); the whole message with --verbose.
   auto fail = [&](const std::exception& e, int code) {
-    std::string what = e.what();
-    if (!std::getenv("STIEFEL_VERBOSE") && what.find('\n') != std::string::npos)
-      what = what.substr(0, what.find('\n')) + " (--verbose for details)";
-    std::cerr << "stiefel " << name << ": " << what << "\n";
+    std::cerr << "stiefel " << name << ": " << brief_message(e.what()) << "\n";
     exit_code = code;
   };
   try {
