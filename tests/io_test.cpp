@@ -140,6 +140,17 @@ TEST_F(Folder, AFolderLockExcludesASecondWriterUntilReleased) {
   EXPECT_NO_THROW(stiefel::io::FolderLock again(dir));
 }
 
+TEST_F(Folder, TheLockProbeSeesAHolderAndLeavesNoLockBehind) {
+  EXPECT_FALSE(stiefel::io::folder_lock_held(dir));
+  EXPECT_FALSE(std::filesystem::exists(dir / ".lock"));  // the probe creates nothing
+  {
+    stiefel::io::FolderLock held(dir);
+    EXPECT_TRUE(stiefel::io::folder_lock_held(dir));
+  }
+  EXPECT_FALSE(stiefel::io::folder_lock_held(dir));  // the lock file remains, nobody holds it
+  EXPECT_NO_THROW(stiefel::io::FolderLock again(dir));  // and the probe did not keep it
+}
+
 TEST_F(Folder, OutputPathChecksNameTheProblem) {
   EXPECT_NO_THROW(stiefel::io::check_output_path(dir / "new" / "deeper" / "file"));
   std::ofstream(dir / "plain") << "x";

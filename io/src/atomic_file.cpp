@@ -213,6 +213,15 @@ FolderLock::~FolderLock() {
   if (fd_ >= 0) ::close(fd_);  // closing releases the lock
 }
 
+bool folder_lock_held(const fs::path& folder) {
+  const fs::path lock = folder / ".lock";
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // never locked (or unreadable: nobody can be holding it through it)
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the probe's lock when it got one
+  return held;
+}
+
 void write_file_atomically(const fs::path& path, std::string_view content) {
   PendingFile file(path, content);
   file.commit();

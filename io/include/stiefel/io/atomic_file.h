@@ -71,4 +71,8 @@ class FolderLock {
   int fd_ = -1;
 };
 
+// Whether a process holds FOLDER's lock now (a FolderLock on it): probed without creating the lock
+// file and without waiting. Across machines it is as reliable as flock on the shared file system.
+bool folder_lock_held(const std::filesystem::path& folder);
+
 }  // namespace stiefel::io

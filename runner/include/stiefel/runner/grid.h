@@ -1,0 +1,74 @@
+// An experiment's grid as the runners see it: the definition resolved for one profile, with the
+// command line's --data and --device applied to every run, and the state of each run's folder
+// OUT/runs/GROUP/ARM/seed-S. OUT/experiment.json pins the grid: a later command with other settings
+// is refused rather than mixed into the same folder.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <stiefel/reports/experiment.h>
+
+namespace stiefel::runner {
+
+// What the command line asks for (`stiefel experiment NAME --profile P --out DIR ...`).
+struct GridRequest {
+  std::string name;         // experiments/NAME.json, or a definition file (*.json)
+  std::string profile = "cpu";
+  std::string data;         // image data: cifar10:DIR | fashion-mnist[:DIR]; empty: the default
+  std::string device = "cpu";
+  std::string out;          // the results folder
+  std::string definitions;  // the folder of definitions NAME is looked up in
+};
+
+struct Grid {
+  GridRequest request;
+  std::string source;                 // the definition file read
+  reports::ResolvedExperiment experiment;
+  std::vector<reports::RunSpec> runs; // the whole grid, --data and --device applied
+  std::filesystem::path out;
+
+  std::filesystem::path run_dir(std::size_t k) const { return out / "runs" / runs[k].id; }
+};
+
+// The definition file NAME names: NAME itself when it ends in .json, else DEFINITIONS/NAME.json.
+std::string definition_path(const std::string& name, const std::string& definitions);
+
+// Loads and resolves the grid; throws reports::ExperimentError naming the file and the field.
+Grid load_grid(const GridRequest& request);
+
+// Writes OUT/experiment.json, or checks that the one there describes the same grid and --data;
+// throws std::invalid_argument naming --out when it does not.
+void pin_grid(const Grid& grid);
+
+// --shard i/N: every N-th run of the grid, starting at the i-th (1-based).
+struct Shard {
+  std::size_t index = 1, count = 1;
+};
+// Parses "i/N" strictly (digits only, 1 <= i <= N); throws std::invalid_argument naming --shard.
+Shard parse_shard(const std::string& text);
+// The indices of the grid's runs (0-based) that shard S of a grid of N runs takes.
+std::vector<std::size_t> shard_runs(std::size_t n, Shard s);
+
+// The state of a run folder.
+//  completed, diverged: final (results); a rerun skips them.
+//  repair:    a completed record whose final checkpoint is not the one it names (a kill before the
+//             checkpoint's commit); a rerun resumes and recomputes it.
+//  running:   a process holds the folder's lock (OUT/runs/.../.lock) now.
+//  failed:    started (a record or a log) but stopped before finishing, and no process holds it: a
+//             kill, a cancelled Slurm task or an error. A rerun resumes it from its checkpoint.
+//  missing:   never started.
+enum class RunState { missing, running, failed, repair, completed, diverged };
+const char* to_string(RunState s);
+bool is_finished(RunState s);
+
+struct RunStatus {
+  RunState state = RunState::missing;
+  long long epoch = 0, epochs = 0;  // the last recorded epoch and the run's length, when known
+  std::string detail;               // why (failed): the log's last line, or what was wrong with the record
+};
+RunStatus run_status(const std::filesystem::path& run_dir);
+
+}  // namespace stiefel::runner

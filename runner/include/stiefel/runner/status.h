@@ -1,0 +1,24 @@
+// `stiefel experiment NAME --status --out DIR`: the state of every run of a grid (completed,
+// diverged, running, failed, repair, missing), with the log to read for each failed one, for local
+// and Slurm grids alike.
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+#include <map>
+
+#include "grid.h"
+
+namespace stiefel::runner {
+
+struct GridStatus {
+  std::vector<RunStatus> runs;  // one per run of the grid, in grid order
+  std::map<RunState, std::size_t> counts;
+};
+GridStatus grid_status(const Grid& grid);
+
+// Prints one line per run (id, state, epoch, the log to read) and a summary line first:
+// "NAME [PROFILE]: N runs: a completed, b diverged, c running, d failed, e repair, f missing".
+void print_status(const Grid& grid, const GridStatus& status, std::ostream& out);
+
+}  // namespace stiefel::runner

@@ -1,0 +1,153 @@
+#include "stiefel/runner/grid.h"
+
+#include <fstream>
+#include <stdexcept>
+#include <stiefel/io/atomic_file.h>
+#include <stiefel/io/sha256.h>
+
+namespace stiefel::runner {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string definition_path(const std::string& name, const std::string& definitions) {
+  if (name.size() > 5 && name.substr(name.size() - 5) == ".json") return name;
+  return (fs::path(definitions) / (name + ".json")).string();
+}
+
+Grid load_grid(const GridRequest& request) {
+  Grid g;
+  g.request = request;
+  g.source = definition_path(request.name, request.definitions);
+  const auto definition = reports::load_definition(g.source);
+  g.experiment = reports::resolve(definition, request.profile, g.source);
+  g.out = request.out;
+  const bool image = definition["task"] == "image";
+  for (auto r : g.experiment.runs) {
+    if (!request.data.empty() && image) r.train["data"] = request.data;
+    r.train["device"] = request.device;
+    g.runs.push_back(std::move(r));
+  }
+  return g;
+}
+
+void pin_grid(const Grid& g) {
+  // The grid as the definition gives it (before --data and --device), with --data and --device
+  // beside it: the layout of experiment.json since the first grids, so existing folders still match.
+  json grid = json::array();
+  for (const auto& r : g.experiment.runs) grid.push_back({{"id", r.id}, {"train", r.train}});
+  const json meta = {{"experiment", g.experiment.name}, {"profile", g.experiment.profile},
+                     {"source", g.source},              {"definition", g.experiment.definition},
+                     {"grid", grid},                    {"data", g.request.data},
+                     {"device", g.request.device}};
+  const auto meta_path = g.out / "experiment.json";
+  if (fs::exists(meta_path)) {
+    const auto old = reports::read_json_file(meta_path.string());
+    if (!old.is_object() || old.value("grid", json()) != grid || old.value("data", "") != g.request.data)
+      throw std::invalid_argument("--out " + g.request.out + ": holds a different grid or --data (" +
+                                  (old.is_object() ? old.value("experiment", "?") : "?") + ", profile " +
+                                  (old.is_object() ? old.value("profile", "?") : "?") + "); use another folder");
+  } else {
+    io::write_file_atomically(meta_path, meta.dump(2) + "\n");
+  }
+}
+
+Shard parse_shard(const std::string& text) {
+  const auto bad = [&] { return std::invalid_argument("--shard " + text + ": expected i/N with 1 <= i <= N"); };
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const auto slash = text.find('/');
+  if (slash == std::string::npos || !digits(text.substr(0, slash)) || !digits(text.substr(slash + 1))) throw bad();
+  Shard s{std::stoul(text.substr(0, slash)), std::stoul(text.substr(slash + 1))};
+  if (s.count < 1 || s.index < 1 || s.index > s.count) throw bad();
+  return s;
+}
+
+std::vector<std::size_t> shard_runs(std::size_t n, Shard s) {
+  std::vector<std::size_t> k;
+  for (std::size_t i = s.index - 1; i < n; i += s.count) k.push_back(i);
+  return k;
+}
+
+const char* to_string(RunState s) {
+  switch (s) {
+    case RunState::missing: return "missing";
+    case RunState::running: return "running";
+    case RunState::failed: return "failed";
+    case RunState::repair: return "repair";
+    case RunState::completed: return "completed";
+    case RunState::diverged: return "diverged";
+  }
+  return "?";
+}
+
+bool is_finished(RunState s) { return s == RunState::completed || s == RunState::diverged; }
+
+namespace {
+
+std::string last_line(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  if (last.size() > 200) last = last.substr(0, 200) + "...";
+  return last;
+}
+
+}  // namespace
+
+RunStatus run_status(const fs::path& dir) {
+  RunStatus s;
+  const auto record = dir / "run.json", log = dir / "log.txt";
+  if (!fs::exists(record) && !fs::exists(log)) {
+    s.state = io::folder_lock_held(dir) ? RunState::running : RunState::missing;
+    return s;
+  }
+  std::string status;
+  try {
+    if (fs::exists(record)) {
+      const auto run = reports::read_json_file(record.string());
+      if (!run.is_object()) throw reports::ExperimentError(record.string() + ": not a JSON object");
+      status = run.contains("status") && run["status"].is_string() ? run["status"].get<std::string>() : "";
+      if (run.contains("config") && run["config"].is_object() && run["config"].contains("epochs") &&
+          run["config"]["epochs"].is_number_integer())
+        s.epochs = run["config"]["epochs"].get<long long>();
+      if (run.contains("epochs") && run["epochs"].is_array() && !run["epochs"].empty() &&
+          run["epochs"].back().is_object() && run["epochs"].back().contains("epoch") &&
+          run["epochs"].back()["epoch"].is_number_integer())
+        s.epoch = run["epochs"].back()["epoch"].get<long long>();
+      if (status == "diverged") {
+        s.state = RunState::diverged;
+        return s;
+      }
+      if (status == "completed") {
+        s.state = RunState::completed;
+        // The final checkpoint must be the one the record names (records before checksums have none).
+        if (run.contains("checkpoints") && run["checkpoints"].is_object() && !run["checkpoints"].empty()) {
+          std::string last;
+          for (const auto& [e, h] : run["checkpoints"].items())
+            if (last.empty() || std::stoll(e) > std::stoll(last)) last = e;
+          const auto ckpt = dir / "checkpoint.pt";
+          if (!fs::exists(ckpt) || io::sha256_file(ckpt) != run["checkpoints"][last]) {
+            s.state = RunState::repair;
+            s.detail = "its final checkpoint is not the one the record names; a rerun recomputes it";
+          }
+        }
+        return s;
+      }
+    }
+  } catch (const std::exception& e) {
+    s.detail = e.what();  // an unreadable record: the run is resumed or redone
+  }
+  if (io::folder_lock_held(dir)) {
+    s.state = RunState::running;
+    s.detail.clear();
+    return s;
+  }
+  s.state = RunState::failed;
+  if (s.detail.empty()) s.detail = last_line(log);
+  return s;
+}
+
+}  // namespace stiefel::runner

@@ -1,0 +1,155 @@
+#include "stiefel/runner/local.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+
+#include "process.h"
+
+namespace stiefel::runner {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+std::string format_seconds(double s) {
+  std::ostringstream os;
+  const long t = long(s + 0.5);
+  if (t >= 3600) os << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
+  else if (t >= 60) os << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
+  else os << t << "s";
+  return os.str();
+}
+
+using Clock = std::chrono::steady_clock;
+
+// The bookkeeping of one invocation: what finished, failed or diverged, and the ETA.
+struct Tally {
+  std::size_t grid = 0, selected = 0, skipped = 0, pending = 0, done = 0;
+  std::vector<std::string> failed, diverged;
+  double busy_seconds = 0;
+  Clock::time_point start = Clock::now();
+  int jobs = 1;
+
+  std::size_t finished() const { return skipped + done + diverged.size(); }
+  std::string eta_line(const std::string& id, double secs) const {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    const double left = double(pending - done - failed.size() - diverged.size());
+    const double eta = left * (busy_seconds / double(done)) / double(jobs);
+    std::ostringstream line;
+    line << "[" << finished() << "/" << selected << "] " << id << " done in " << format_seconds(secs) << "; elapsed "
+         << format_seconds(elapsed) << ", ETA " << format_seconds(eta);
+    return line.str();
+  }
+};
+
+// Records how one child ended: exit 3 with a "diverged" record is a result (the grid goes on, the
+// table counts it); anything but exit 0 with a completed record is a failure.
+void account(Tally& t, const Grid& g, std::size_t k, int wait_status, double secs, std::ostream& progress) {
+  const auto& id = g.runs[k].id;
+  const auto dir = g.run_dir(k);
+  const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  const RunState state = run_status(dir).state;
+  if (code == 3 && state == RunState::diverged) {
+    t.diverged.push_back(id);
+    progress << "[" << t.finished() << "/" << t.selected << "] " << id << " diverged (see "
+             << (dir / "run.json").string() << ")\n";
+    return;
+  }
+  if (code != 0 || state != RunState::completed) {
+    if (!g_stop) t.failed.push_back(id + " (see " + (dir / "log.txt").string() + ")");
+    return;
+  }
+  ++t.done;
+  t.busy_seconds += secs;
+  progress << t.eta_line(id, secs) << "\n";
+}
+
+int summarise(const Tally& t, const Grid& g, std::ostream& progress) {
+  if (g_stop) {
+    progress << "interrupted: " << t.skipped + t.done << " of " << t.selected
+             << " runs completed; run the same command again to resume\n";
+    return 130;
+  }
+  if (!t.failed.empty()) {
+    progress << t.failed.size() << " runs failed:\n";
+    for (const auto& f : t.failed) progress << "  " << f << "\n";
+    return 1;
+  }
+  if (!t.diverged.empty())
+    progress << t.diverged.size() << " runs diverged (recorded as such; the report counts them): "
+             << t.diverged.front() << (t.diverged.size() > 1 ? ", ..." : "") << "\n";
+  progress << "all " << t.selected << " runs finished: " << g.request.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> run_arguments(const Grid& g, std::size_t k) {
+  auto args = reports::train_arguments(g.runs[k]);
+  args.insert(args.end(), {"--out", g.run_dir(k).string(), "--resume", "--quiet", "--threads", "1"});
+  return args;
+}
+
+int run_local(const Grid& g, const std::vector<std::size_t>& indices, const LocalOptions& o, std::ostream& progress) {
+  Tally t;
+  t.grid = g.runs.size();
+  t.selected = indices.size();
+  t.jobs = o.jobs;
+  std::vector<std::size_t> pending;
+  for (const auto k : indices) {
+    if (is_finished(run_status(g.run_dir(k)).state)) ++t.skipped;
+    else pending.push_back(k);
+  }
+  t.pending = pending.size();
+  progress << g.experiment.name << " [" << g.experiment.profile << "]: " << t.grid << " runs in the grid";
+  if (t.selected != t.grid) progress << ", " << t.selected << " in this shard";
+  progress << "; " << t.skipped << " already finished (skipped), " << pending.size() << " to run, " << o.jobs
+           << " at a time\n";
+  if (g.experiment.profile_spec.contains("reductions"))
+    progress << "reductions: " << g.experiment.profile_spec["reductions"].get<std::string>() << "\n";
+
+  g_stop = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::map<pid_t, std::pair<std::size_t, Clock::time_point>> running;
+  std::size_t next = 0;
+  while (next < pending.size() || !running.empty()) {
+    while (!g_stop && next < pending.size() && int(running.size()) < o.jobs) {
+      const auto k = pending[next++];
+      fs::create_directories(g.run_dir(k));
+      running[detail::spawn_logged(o.executable, run_arguments(g, k), g.run_dir(k) / "log.txt")] = {k, Clock::now()};
+    }
+    if (running.empty()) break;
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) {
+      if (errno == EINTR) {
+        if (g_stop)
+          for (const auto& [p, _] : running) kill(p, SIGTERM);
+        continue;
+      }
+      break;
+    }
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const auto [k, started] = it->second;
+    running.erase(it);
+    account(t, g, k, status, std::chrono::duration<double>(Clock::now() - started).count(), progress);
+  }
+  return summarise(t, g, progress);
+}
+
+}  // namespace stiefel::runner

@@ -1,0 +1,250 @@
+// stiefel::runner: shards, the state of a run folder, the Slurm scripts and their submission (with a
+// stand-in sbatch that records its arguments). The real Slurm is tests/slurm/slurm_grid.sh's.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stiefel/io/atomic_file.h>
+#include <stiefel/io/sha256.h>
+#include <stiefel/runner/grid.h>
+#include <stiefel/runner/slurm.h>
+#include <stiefel/runner/status.h>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using stiefel::runner::RunState;
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << s;
+}
+
+struct Runner : ::testing::Test {
+  fs::path dir;
+  stiefel::runner::Grid grid;
+  void SetUp() override {
+    dir = fs::temp_directory_path() / ("stiefel-runner-test-" + std::to_string(::getpid()) + "-" +
+                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    stiefel::runner::GridRequest r;
+    r.name = STIEFEL_TEST_SLURM_GRID;
+    r.profile = "paper";
+    r.out = (dir / "out").string();
+    r.definitions = STIEFEL_EXPERIMENTS_DIR;
+    grid = stiefel::runner::load_grid(r);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  // A run record of run K with STATUS at EPOCH of 40; "completed" ones name their checkpoint.
+  void record(std::size_t k, const std::string& status, int epoch, bool with_checkpoint = true) {
+    const auto d = grid.run_dir(k);
+    json run = {{"status", status}, {"config", {{"epochs", 40}}}, {"epochs", json::array({{{"epoch", epoch}}})}};
+    if (with_checkpoint) {
+      write(d / "checkpoint.pt", "state of epoch " + std::to_string(epoch));
+      run["checkpoints"] = {{std::to_string(epoch), stiefel::io::sha256_file(d / "checkpoint.pt")}};
+    }
+    write(d / "run.json", run.dump());
+  }
+  stiefel::runner::SlurmOptions slurm_options() const {
+    stiefel::runner::SlurmOptions o;
+    o.executable = "/opt/stiefel/bin/stiefel";
+    o.workdir = dir.string();
+    return o;
+  }
+};
+
+TEST(Shards, ParseStrictlyAndPartitionTheGrid) {
+  using stiefel::runner::parse_shard;
+  EXPECT_EQ(parse_shard("2/3").index, 2u);
+  EXPECT_EQ(parse_shard("2/3").count, 3u);
+  for (const char* bad : {"", "1", "0/2", "3/2", "1/2x", "-1/2", "1/0", " 1/2", "1/1234567890"})
+    EXPECT_THROW(parse_shard(bad), std::invalid_argument) << bad;
+  // Every run in exactly one shard.
+  std::vector<int> seen(10, 0);
+  for (std::size_t i = 1; i <= 3; ++i)
+    for (const auto k : stiefel::runner::shard_runs(10, {i, 3})) ++seen[k];
+  EXPECT_EQ(seen, std::vector<int>(10, 1));
+  EXPECT_EQ(stiefel::runner::shard_runs(10, {2, 3}), (std::vector<std::size_t>{1, 4, 7}));
+}
+
+TEST(Slurm, ArrayIndicesAndShellQuoting) {
+  using stiefel::runner::compress_indices;
+  EXPECT_EQ(compress_indices({}), "");
+  EXPECT_EQ(compress_indices({4}), "4");
+  EXPECT_EQ(compress_indices({0, 1, 2, 3, 7, 9, 10, 11}), "0-3,7,9-11");
+  EXPECT_EQ(stiefel::runner::shell_quote("/a/b-c_1.json"), "/a/b-c_1.json");
+  EXPECT_EQ(stiefel::runner::shell_quote("cifar10:/my data"), "'cifar10:/my data'");
+  EXPECT_EQ(stiefel::runner::shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(stiefel::runner::shell_quote(""), "''");
+  EXPECT_EQ(stiefel::runner::shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+}
+
+TEST_F(Runner, TheStateOfEachRunFolder) {
+  using stiefel::runner::run_status;
+  EXPECT_EQ(run_status(grid.run_dir(0)).state, RunState::missing);
+  record(0, "completed", 40);
+  EXPECT_EQ(run_status(grid.run_dir(0)).state, RunState::completed);
+  write(grid.run_dir(0) / "checkpoint.pt", "another state");  // not the one the record names
+  EXPECT_EQ(run_status(grid.run_dir(0)).state, RunState::repair);
+  record(1, "diverged", 7, false);
+  EXPECT_EQ(run_status(grid.run_dir(1)).state, RunState::diverged);
+  // A record "running" that nobody holds: a kill, a cancel or an error. The log's last line says why.
+  record(2, "running", 12);
+  write(grid.run_dir(2) / "log.txt", "epoch 12\nstiefel train: data: no such file\n\n");
+  auto s = run_status(grid.run_dir(2));
+  EXPECT_EQ(s.state, RunState::failed);
+  EXPECT_EQ(s.epoch, 12);
+  EXPECT_EQ(s.epochs, 40);
+  EXPECT_EQ(s.detail, "stiefel train: data: no such file");
+  {
+    stiefel::io::FolderLock held(grid.run_dir(2));
+    EXPECT_EQ(run_status(grid.run_dir(2)).state, RunState::running);
+  }
+  // A log and no record (stopped before its first epoch), and an unreadable record.
+  write(grid.run_dir(3) / "log.txt", "stiefel train: --n: too large\n");
+  EXPECT_EQ(run_status(grid.run_dir(3)).state, RunState::failed);
+  write(grid.run_dir(3) / "run.json", "{\"status\": ");
+  EXPECT_EQ(run_status(grid.run_dir(3)).state, RunState::failed);
+  EXPECT_TRUE(stiefel::runner::is_finished(RunState::completed));
+  EXPECT_TRUE(stiefel::runner::is_finished(RunState::diverged));
+  EXPECT_FALSE(stiefel::runner::is_finished(RunState::repair));
+  EXPECT_FALSE(stiefel::runner::is_finished(RunState::failed));
+
+  std::ostringstream out;
+  stiefel::runner::print_status(grid, stiefel::runner::grid_status(grid), out);
+  EXPECT_NE(out.str().find("4 runs: 0 completed, 1 diverged, 0 running, 2 failed, 1 repair, 0 missing"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("log " + (grid.run_dir(2) / "log.txt").string() + ": stiefel train: data: no such file"),
+            std::string::npos)
+      << out.str();
+}
+
+TEST_F(Runner, PinningRefusesAnotherGridInTheSameFolder) {
+  stiefel::runner::pin_grid(grid);
+  EXPECT_NO_THROW(stiefel::runner::pin_grid(grid));  // the same grid again
+  auto other = grid;
+  other.request.data = "cifar10:/elsewhere";
+  EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);
+  other = grid;
+  other.experiment.runs.pop_back();
+  EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);
+}
+
+TEST_F(Runner, SlurmScriptsRunTheUnfinishedRunsOnly) {
+  record(0, "completed", 40);
+  record(2, "running", 8);
+  auto o = slurm_options();
+  o.max_parallel = 2;
+  o.time = "1:00:00";
+  auto plan = stiefel::runner::plan_slurm(grid, o);
+  EXPECT_EQ(plan.task_count, 4u);
+  EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{1, 2, 3}));
+  EXPECT_EQ(plan.array_spec, "1-3%2");
+  const auto& a = plan.array_script;
+  EXPECT_NE(a.find("#SBATCH --array=1-3%2\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("#SBATCH --time=1:00:00\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("#SBATCH --chdir=" + dir.string() + "\n"), std::string::npos) << a;
+  EXPECT_NE(a.find("exec /opt/stiefel/bin/stiefel experiment " + std::string(STIEFEL_TEST_SLURM_GRID)), std::string::npos) << a;
+  EXPECT_NE(a.find("--shard \"$((SLURM_ARRAY_TASK_ID + 1))/4\""), std::string::npos) << a;
+  EXPECT_EQ(a.find("--gpus"), std::string::npos) << a;
+  EXPECT_NE(plan.report_script.find("exec /opt/stiefel/bin/stiefel report " + fs::absolute(grid.out).string()),
+            std::string::npos)
+      << plan.report_script;
+
+  // Two tasks of two runs each: task 0 holds run 0 (finished) and run 2 (not), so both are submitted.
+  o.array_tasks = 2;
+  plan = stiefel::runner::plan_slurm(grid, o);
+  EXPECT_EQ(plan.task_count, 2u);
+  EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{0, 1}));
+  EXPECT_NE(plan.array_script.find("/2\"\n"), std::string::npos) << plan.array_script;
+  record(2, "completed", 40);
+  plan = stiefel::runner::plan_slurm(grid, o);
+  EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{1}));
+}
+
+TEST_F(Runner, SlurmOptionsAreChecked) {
+  auto o = slurm_options();
+  o.gpus_per_task = 1;  // with --device cpu
+  EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
+  o = slurm_options();
+  o.partition = "gpu\n#SBATCH --mem=1";
+  EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
+  o = slurm_options();
+  o.executable = "stiefel";
+  EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
+  // CUDA runs ask for one GPU per task unless told otherwise.
+  auto cuda = grid;
+  cuda.request.device = "cuda";
+  o = slurm_options();
+  EXPECT_NE(stiefel::runner::plan_slurm(cuda, o).array_script.find("#SBATCH --gpus-per-task=1\n"), std::string::npos);
+  o.gpus_per_task = 2;
+  const auto plan = stiefel::runner::plan_slurm(cuda, o);
+  EXPECT_NE(plan.array_script.find("#SBATCH --gpus-per-task=2\n"), std::string::npos);
+  EXPECT_NE(plan.array_script.find("--device cuda"), std::string::npos);
+}
+
+// A stand-in sbatch: logs its arguments, answers "ID;cluster" from a counter, or refuses when the
+// argument list contains REFUSE.
+fs::path fake_sbatch(const fs::path& dir, const std::string& refuse) {
+  const auto p = dir / "sbatch";
+  write(p, "#!/bin/sh\necho \"$@\" >> " + (dir / "sbatch.log").string() + "\n" +
+               "case \"$*\" in *" + refuse + "*) echo 'sbatch: error: invalid partition' >&2; exit 1;; esac\n" +
+               "n=$(wc -l < " + (dir / "sbatch.log").string() + ")\necho \"$((100 + n));testcluster\"\n");
+  fs::permissions(p, fs::perms::owner_all);
+  return p;
+}
+
+TEST_F(Runner, SubmissionWritesTheScriptsAndRecordsTheJobIds) {
+  auto o = slurm_options();
+  o.sbatch = fake_sbatch(dir, "NEVER").string();
+  const auto plan = stiefel::runner::plan_slurm(grid, o);
+  const auto s = stiefel::runner::submit_slurm(grid, plan, o);
+  EXPECT_EQ(s.array_job, "101");
+  EXPECT_EQ(s.report_job, "102");
+  EXPECT_EQ(read(plan.array_path), plan.array_script);
+  EXPECT_EQ(read(plan.report_path), plan.report_script);
+  EXPECT_TRUE(fs::is_directory(plan.log_folder));  // Slurm does not create the output's folder
+  EXPECT_TRUE(fs::exists(grid.out / "experiment.json"));
+  const auto log = read(dir / "sbatch.log");
+  EXPECT_NE(log.find("--parsable --dependency=afterany:101 " + plan.report_path.string()), std::string::npos) << log;
+  const auto subs = json::parse(read(grid.out / "slurm" / "submissions.json"));
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0]["array_job"], "101");
+  EXPECT_EQ(subs[0]["report_job"], "102");
+}
+
+TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {
+  auto o = slurm_options();
+  o.sbatch = fake_sbatch(dir, "afterany").string();
+  const auto plan = stiefel::runner::plan_slurm(grid, o);
+  try {
+    stiefel::runner::submit_slurm(grid, plan, o);
+    ADD_FAILURE() << "a refused report job was not reported";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("refused the report job (exit 1): sbatch: error: invalid partition"), std::string::npos) << what;
+    EXPECT_NE(what.find("the array job 101 was submitted"), std::string::npos) << what;
+  }
+  const auto subs = json::parse(read(grid.out / "slurm" / "submissions.json"));
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0]["array_job"], "101");
+  EXPECT_FALSE(subs[0].contains("report_job"));
+
+  o.sbatch = (dir / "no-such-sbatch").string();
+  EXPECT_THROW(stiefel::runner::submit_slurm(grid, plan, o), std::runtime_error);
+}
+
+}  // namespace
