@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <stiefel/runner/grid.h>
 #include <stiefel/runner/local.h>
@@ -47,10 +48,17 @@ int submit(const runner::Grid& g, Options o) {
   o.slurm.jobs = o.jobs;
   o.slurm.executable = fs::read_symlink("/proc/self/exe").string();
   o.slurm.workdir = fs::current_path().string();
-  const auto plan = runner::plan_slurm(g, o.slurm);
+  const auto queued = runner::queued_runs(g, o.slurm);  // runs an earlier submission still has queued
+  const auto plan = runner::plan_slurm(g, o.slurm, queued);
+  if (!plan.held.empty())
+    std::cerr << g.experiment.name << ": " << plan.held.size() << " tasks left out (" << runner::compress_indices(plan.held)
+              << "): runs of theirs are queued or running in an earlier submission (see --status)\n";
   if (plan.tasks.empty()) {
-    std::cerr << g.experiment.name << " [" << g.experiment.profile << "]: all " << g.runs.size()
-              << " runs finished; nothing to submit (`stiefel report " << g.request.out << "` makes the tables)\n";
+    if (plan.held.empty())
+      std::cerr << g.experiment.name << " [" << g.experiment.profile << "]: all " << g.runs.size()
+                << " runs finished; nothing to submit (`stiefel report " << g.request.out << "` makes the tables)\n";
+    else
+      std::cerr << g.experiment.name << " [" << g.experiment.profile << "]: nothing to submit now\n";
     return 0;
   }
   if (o.dry_run) {
@@ -73,14 +81,15 @@ int run_experiment(const Options& o) {
   const auto g = runner::load_grid(o.grid);
   if (o.status) {
     if (!fs::is_directory(g.out)) throw std::invalid_argument("--out " + o.grid.out + ": no such results folder");
-    const auto meta = g.out / "experiment.json";
-    if (fs::exists(meta)) {
-      const auto old = reports::read_json_file(meta.string());
-      if (!old.is_object() || old.value("experiment", "") != g.experiment.name || old.value("profile", "") != g.experiment.profile)
-        throw std::invalid_argument("--out " + o.grid.out + ": holds another experiment or profile (" +
-                                    (old.is_object() ? old.value("experiment", "?") + " [" + old.value("profile", "?") + "]" : "?") + ")");
+    runner::check_pinned(g);
+    std::map<std::size_t, std::string> queued;
+    try {
+      queued = runner::queued_runs(g, o.slurm);
+    } catch (const std::runtime_error& e) {
+      std::cerr << "stiefel experiment: cannot ask Slurm what is queued (" << e.what()
+                << "); runs still queued show as missing or failed\n";
     }
-    runner::print_status(g, runner::grid_status(g), std::cout);
+    runner::print_status(g, runner::grid_status(g, queued), std::cout);
     return 0;
   }
   if (g.experiment.definition["task"] == "image" && o.grid.data.empty())
@@ -89,7 +98,7 @@ int run_experiment(const Options& o) {
   if (o.dry_run) throw std::invalid_argument("--dry-run: only with --slurm");
   const auto indices = runner::shard_runs(g.runs.size(), o.shard.empty() ? runner::Shard{} : runner::parse_shard(o.shard));
   runner::pin_grid(g);
-  return runner::run_local(g, indices, runner::LocalOptions{o.jobs, "/proc/self/exe"}, std::cerr);
+  return runner::run_local(g, indices, runner::LocalOptions{o.jobs, "/proc/self/exe", o.shard}, std::cerr);
 }
 
 }  // namespace
@@ -117,7 +126,7 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
                                                        "OUT/slurm/) and a report job after it");
   cmd->add_option("--partition", o->slurm.partition, "Slurm partition")->needs(slurm);
   cmd->add_option("--time", o->slurm.time, "Slurm time limit per array task (e.g. 2:00:00)")->needs(slurm);
-  cmd->add_option("--gpus-per-task", o->slurm.gpus_per_task, "GPUs per array task (with --device cuda; default 1)")
+  cmd->add_option("--gpus-per-task", o->slurm.gpus_per_task, "GPUs per array task (with --device cuda; default 1, 0: none)")
       ->check(CLI::NonNegativeNumber)
       ->needs(slurm);
   cmd->add_option("--max-parallel", o->slurm.max_parallel, "at most K array tasks at once (0: no limit)")
@@ -126,7 +135,8 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--array-tasks", o->slurm.array_tasks, "N array tasks, task i runs shard i/N (default: one per run)")
       ->check(CLI::NonNegativeNumber)
       ->needs(slurm);
-  cmd->add_option("--sbatch", o->slurm.sbatch, "the sbatch program to submit with")->capture_default_str()->needs(slurm);
+  cmd->add_option("--sbatch", o->slurm.sbatch, "the sbatch program to submit with (squeue is taken from beside it)")
+      ->capture_default_str();
   cmd->add_flag("--dry-run", o->dry_run, "with --slurm: print the scripts and the sbatch commands, submit nothing");
   cmd->callback([o, &exit_code] {
     run_command("experiment", exit_code, [&] {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <stiefel/io/atomic_file.h>
@@ -60,7 +61,8 @@ struct Runner : ::testing::Test {
   }
   stiefel::runner::SlurmOptions slurm_options() const {
     stiefel::runner::SlurmOptions o;
-    o.executable = "/opt/stiefel/bin/stiefel";
+    o.executable = (dir / "bin" / "stiefel").string();
+    if (!fs::exists(o.executable)) write(o.executable, "a stiefel binary");
     o.workdir = dir.string();
     return o;
   }
@@ -125,7 +127,7 @@ TEST_F(Runner, TheStateOfEachRunFolder) {
 
   std::ostringstream out;
   stiefel::runner::print_status(grid, stiefel::runner::grid_status(grid), out);
-  EXPECT_NE(out.str().find("4 runs: 0 completed, 1 diverged, 0 running, 2 failed, 1 repair, 0 missing"), std::string::npos)
+  EXPECT_NE(out.str().find("4 runs: 0 completed, 1 diverged, 0 running, 0 queued, 2 failed, 1 repair, 0 missing"), std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("log " + (grid.run_dir(2) / "log.txt").string() + ": stiefel train: data: no such file"),
             std::string::npos)
@@ -157,12 +159,23 @@ TEST_F(Runner, SlurmScriptsRunTheUnfinishedRunsOnly) {
   EXPECT_NE(a.find("#SBATCH --array=1-3%2\n"), std::string::npos) << a;
   EXPECT_NE(a.find("#SBATCH --time=1:00:00\n"), std::string::npos) << a;
   EXPECT_NE(a.find("#SBATCH --chdir=" + dir.string() + "\n"), std::string::npos) << a;
-  EXPECT_NE(a.find("exec /opt/stiefel/bin/stiefel experiment " + std::string(STIEFEL_TEST_SLURM_GRID)), std::string::npos) << a;
+  // The scripts run a copy of the binary named by its content, in OUT/slurm/bin.
+  EXPECT_EQ(plan.binary.parent_path(), fs::absolute(grid.out) / "slurm" / "bin");
+  EXPECT_EQ(plan.binary.filename().string(),
+            "stiefel-" + stiefel::io::sha256_file(o.executable).substr(0, 16));
+  EXPECT_EQ(plan.array_path.filename(), "array-1.sbatch");
+  EXPECT_NE(a.find("exec " + plan.binary.string() + " experiment " + std::string(STIEFEL_TEST_SLURM_GRID)), std::string::npos) << a;
+  EXPECT_NE(a.find("#SBATCH --ntasks=1\n"), std::string::npos) << a;
   EXPECT_NE(a.find("--shard \"$((SLURM_ARRAY_TASK_ID + 1))/4\""), std::string::npos) << a;
   EXPECT_EQ(a.find("--gpus"), std::string::npos) << a;
-  EXPECT_NE(plan.report_script.find("exec /opt/stiefel/bin/stiefel report " + fs::absolute(grid.out).string()),
+  EXPECT_NE(plan.report_script.find("exec " + plan.binary.string() + " report " + fs::absolute(grid.out).string()),
             std::string::npos)
       << plan.report_script;
+
+  // Runs that an earlier submission still has queued hold their task back.
+  auto held = stiefel::runner::plan_slurm(grid, o, {{3, "PENDING"}});
+  EXPECT_EQ(held.tasks, (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(held.held, (std::vector<std::size_t>{3}));
 
   // Two tasks of two runs each: task 0 holds run 0 (finished) and run 2 (not), so both are submitted.
   o.array_tasks = 2;
@@ -185,11 +198,26 @@ TEST_F(Runner, SlurmOptionsAreChecked) {
   o = slurm_options();
   o.executable = "stiefel";
   EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
+  // Blanks would cut an #SBATCH line short; % is Slurm's file-name pattern and is escaped.
+  o = slurm_options();
+  auto odd = grid;
+  odd.out = dir / "with blank";
+  EXPECT_THROW(stiefel::runner::plan_slurm(odd, o), std::invalid_argument);
+  odd.out = dir / "100%";
+  EXPECT_NE(stiefel::runner::plan_slurm(odd, o).array_script.find("--output=" + (dir / "100%%").string() + "/slurm/logs/%A_%a.out"),
+            std::string::npos);
+  // The folder's pinned grid is checked before anything is planned (dry runs included).
+  stiefel::runner::pin_grid(grid);
+  auto other = grid;
+  other.request.data = "cifar10:/elsewhere";
+  EXPECT_THROW(stiefel::runner::plan_slurm(other, o), std::invalid_argument);
   // CUDA runs ask for one GPU per task unless told otherwise.
   auto cuda = grid;
   cuda.request.device = "cuda";
   o = slurm_options();
   EXPECT_NE(stiefel::runner::plan_slurm(cuda, o).array_script.find("#SBATCH --gpus-per-task=1\n"), std::string::npos);
+  o.gpus_per_task = 0;  // asked for none
+  EXPECT_EQ(stiefel::runner::plan_slurm(cuda, o).array_script.find("--gpus"), std::string::npos);
   o.gpus_per_task = 2;
   const auto plan = stiefel::runner::plan_slurm(cuda, o);
   EXPECT_NE(plan.array_script.find("#SBATCH --gpus-per-task=2\n"), std::string::npos);
@@ -197,13 +225,15 @@ TEST_F(Runner, SlurmOptionsAreChecked) {
 }
 
 // A stand-in sbatch: logs its arguments, answers "ID;cluster" from a counter, or refuses when the
-// argument list contains REFUSE.
+// argument list contains REFUSE. Beside it a stand-in squeue that prints DIR/queue.txt.
 fs::path fake_sbatch(const fs::path& dir, const std::string& refuse) {
-  const auto p = dir / "sbatch";
+  const auto p = dir / "fake" / "sbatch";
   write(p, "#!/bin/sh\necho \"$@\" >> " + (dir / "sbatch.log").string() + "\n" +
                "case \"$*\" in *" + refuse + "*) echo 'sbatch: error: invalid partition' >&2; exit 1;; esac\n" +
                "n=$(wc -l < " + (dir / "sbatch.log").string() + ")\necho \"$((100 + n));testcluster\"\n");
   fs::permissions(p, fs::perms::owner_all);
+  write(dir / "fake" / "squeue", "#!/bin/sh\ncat " + (dir / "queue.txt").string() + " 2>/dev/null\nexit 0\n");
+  fs::permissions(dir / "fake" / "squeue", fs::perms::owner_all);
   return p;
 }
 
@@ -224,6 +254,26 @@ TEST_F(Runner, SubmissionWritesTheScriptsAndRecordsTheJobIds) {
   ASSERT_EQ(subs.size(), 1u);
   EXPECT_EQ(subs[0]["array_job"], "101");
   EXPECT_EQ(subs[0]["report_job"], "102");
+  EXPECT_EQ(read(plan.binary), "a stiefel binary");
+  EXPECT_TRUE(fs::status(plan.binary).permissions() != fs::perms::none);
+
+  // squeue lists tasks 1 (pending) and 3 (running) of job 101, and a job of another folder: runs 1
+  // and 3 are queued, and a second plan leaves their tasks out and numbers its scripts 2.
+  write(dir / "queue.txt", "101|1|PENDING\n101|3|RUNNING\n999|0|RUNNING\n101|2|COMPLETING\n");
+  const auto queued = stiefel::runner::queued_runs(grid, o);
+  EXPECT_EQ(queued, (std::map<std::size_t, std::string>{{1, "PENDING"}, {3, "RUNNING"}}));
+  const auto second = stiefel::runner::plan_slurm(grid, o, queued);
+  EXPECT_EQ(second.submission, 2u);
+  EXPECT_EQ(second.array_path.filename(), "array-2.sbatch");
+  EXPECT_EQ(second.tasks, (std::vector<std::size_t>{0, 2}));
+  EXPECT_EQ(second.held, (std::vector<std::size_t>{1, 3}));
+  std::ostringstream out;
+  stiefel::runner::print_status(grid, stiefel::runner::grid_status(grid, queued), out);
+  EXPECT_NE(out.str().find("0 running, 2 queued, 0 failed"), std::string::npos) << out.str();
+
+  // A submissions file that is not one is refused before anything is submitted.
+  write(grid.out / "slurm" / "submissions.json", "{\"array_job\": 5}");
+  EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
 }
 
 TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {
@@ -244,7 +294,13 @@ TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {
   EXPECT_FALSE(subs[0].contains("report_job"));
 
   o.sbatch = (dir / "no-such-sbatch").string();
-  EXPECT_THROW(stiefel::runner::submit_slurm(grid, plan, o), std::runtime_error);
+  try {
+    stiefel::runner::submit_slurm(grid, plan, o);
+    ADD_FAILURE() << "a missing sbatch was not reported";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no-such-sbatch: cannot run it (No such file or directory)"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -200,7 +200,14 @@ FolderLock::FolderLock(const fs::path& folder) {
   const fs::path lock = folder / ".lock";
   fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) fail(folder, "cannot open its lock file " + lock.string() + " (" + errno_text(errno) + ")");
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  // A probe (folder_lock_held) holds a shared lock for an instant: wait up to 2 s for it to go.
+  int rc = -1;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    rc = ::flock(fd_, LOCK_EX | LOCK_NB);
+    if (rc == 0 || errno != EWOULDBLOCK) break;
+    ::usleep(100000);
+  }
+  if (rc != 0) {
     const int err = errno;
     ::close(fd_);
     fd_ = -1;
@@ -217,7 +224,10 @@ bool folder_lock_held(const fs::path& folder) {
   const fs::path lock = folder / ".lock";
   const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;  // never locked (or unreadable: nobody can be holding it through it)
-  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  // A shared lock: it conflicts only with a writer's exclusive one, needs no write access (NFS
+  // emulates flock with fcntl locks, whose exclusive kind needs a file open for writing), and
+  // two probes do not see each other.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
   ::close(fd);  // releases the probe's lock when it got one
   return held;
 }

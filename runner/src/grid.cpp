@@ -31,25 +31,37 @@ Grid load_grid(const GridRequest& request) {
   return g;
 }
 
-void pin_grid(const Grid& g) {
-  // The grid as the definition gives it (before --data and --device), with --data and --device
-  // beside it: the layout of experiment.json since the first grids, so existing folders still match.
+namespace {
+
+// The grid as the definition gives it (before --data and --device), with --data and --device beside
+// it: the layout of experiment.json since the first grids, so existing folders still match.
+json pinned_grid(const Grid& g) {
   json grid = json::array();
   for (const auto& r : g.experiment.runs) grid.push_back({{"id", r.id}, {"train", r.train}});
+  return grid;
+}
+
+}  // namespace
+
+void check_pinned(const Grid& g) {
+  const auto meta_path = g.out / "experiment.json";
+  if (!fs::exists(meta_path)) return;
+  const auto old = reports::read_json_file(meta_path.string());
+  if (!old.is_object() || old.value("grid", json()) != pinned_grid(g) || old.value("data", "") != g.request.data)
+    throw std::invalid_argument("--out " + g.request.out + ": holds a different grid or --data (" +
+                                (old.is_object() ? old.value("experiment", "?") : "?") + ", profile " +
+                                (old.is_object() ? old.value("profile", "?") : "?") + "); use another folder");
+}
+
+void pin_grid(const Grid& g) {
+  check_pinned(g);
+  const auto meta_path = g.out / "experiment.json";
+  if (fs::exists(meta_path)) return;
   const json meta = {{"experiment", g.experiment.name}, {"profile", g.experiment.profile},
                      {"source", g.source},              {"definition", g.experiment.definition},
-                     {"grid", grid},                    {"data", g.request.data},
+                     {"grid", pinned_grid(g)},          {"data", g.request.data},
                      {"device", g.request.device}};
-  const auto meta_path = g.out / "experiment.json";
-  if (fs::exists(meta_path)) {
-    const auto old = reports::read_json_file(meta_path.string());
-    if (!old.is_object() || old.value("grid", json()) != grid || old.value("data", "") != g.request.data)
-      throw std::invalid_argument("--out " + g.request.out + ": holds a different grid or --data (" +
-                                  (old.is_object() ? old.value("experiment", "?") : "?") + ", profile " +
-                                  (old.is_object() ? old.value("profile", "?") : "?") + "); use another folder");
-  } else {
-    io::write_file_atomically(meta_path, meta.dump(2) + "\n");
-  }
+  io::write_file_atomically(meta_path, meta.dump(2) + "\n");
 }
 
 Shard parse_shard(const std::string& text) {
@@ -73,6 +85,7 @@ std::vector<std::size_t> shard_runs(std::size_t n, Shard s) {
 const char* to_string(RunState s) {
   switch (s) {
     case RunState::missing: return "missing";
+    case RunState::queued: return "queued";
     case RunState::running: return "running";
     case RunState::failed: return "failed";
     case RunState::repair: return "repair";

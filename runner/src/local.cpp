@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -112,7 +113,7 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
   }
   t.pending = pending.size();
   progress << g.experiment.name << " [" << g.experiment.profile << "]: " << t.grid << " runs in the grid";
-  if (t.selected != t.grid) progress << ", " << t.selected << " in this shard";
+  if (!o.shard.empty()) progress << ", " << t.selected << " in shard " << o.shard;
   progress << "; " << t.skipped << " already finished (skipped), " << pending.size() << " to run, " << o.jobs
            << " at a time\n";
   if (g.experiment.profile_spec.contains("reductions"))
@@ -126,7 +127,16 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
 
   std::map<pid_t, std::pair<std::size_t, Clock::time_point>> running;
   std::size_t next = 0;
+  bool forwarded = false;
+  // The children are polled (5 times a second) rather than waited for, so that a signal is
+  // forwarded whenever it lands, not only when it interrupts a wait.
+  const auto forward_stop = [&] {
+    if (!g_stop || forwarded) return;
+    for (const auto& [p, _] : running) kill(p, SIGTERM);
+    forwarded = true;
+  };
   while (next < pending.size() || !running.empty()) {
+    forward_stop();
     while (!g_stop && next < pending.size() && int(running.size()) < o.jobs) {
       const auto k = pending[next++];
       fs::create_directories(g.run_dir(k));
@@ -134,15 +144,12 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
     }
     if (running.empty()) break;
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) {
-        if (g_stop)
-          for (const auto& [p, _] : running) kill(p, SIGTERM);
-        continue;
-      }
-      break;
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == 0 || (pid < 0 && errno == EINTR)) {
+      ::usleep(200000);
+      continue;
     }
+    if (pid < 0) break;
     const auto it = running.find(pid);
     if (it == running.end()) continue;
     const auto [k, started] = it->second;

@@ -39,11 +39,23 @@ pid_t spawn_logged(const std::string& executable, const std::vector<std::string>
 }
 
 Captured run_captured(const std::vector<std::string>& command) {
-  int out[2], err[2], status_pipe[2];
-  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe failed: ") + std::strerror(errno));
+  int out[2] = {-1, -1}, err[2] = {-1, -1}, status_pipe[2] = {-1, -1};
+  const auto close_all = [&] {
+    for (int* p : {out, err, status_pipe})
+      for (int i = 0; i < 2; ++i)
+        if (p[i] >= 0) close(p[i]);
+  };
+  if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0) {
+    const int e = errno;
+    close_all();
+    throw std::runtime_error(std::string("pipe failed: ") + std::strerror(e));
+  }
   const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int e = errno;
+    close_all();
+    throw std::runtime_error(std::string("fork failed: ") + std::strerror(e));
+  }
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);
     dup2(err[1], STDERR_FILENO);
@@ -66,6 +78,8 @@ Captured run_captured(const std::vector<std::string>& command) {
   while (open_fds > 0) {
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
+      for (auto& f : fds)  // the child sees its output closed and ends; it is reaped below
+        if (f.fd >= 0) close(f.fd);
       break;
     }
     for (int i = 0; i < 2; ++i) {

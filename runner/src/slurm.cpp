@@ -1,9 +1,14 @@
 #include "stiefel/runner/slurm.h"
 
+#include <sys/stat.h>
+
 #include <ctime>
+#include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <stiefel/io/atomic_file.h>
+#include <stiefel/io/sha256.h>
 
 #include "process.h"
 
@@ -11,6 +16,11 @@ namespace stiefel::runner {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+std::string SlurmOptions::squeue() const {
+  const fs::path s(sbatch);
+  return s.has_parent_path() ? (s.parent_path() / "squeue").string() : std::string("squeue");
+}
 
 std::string compress_indices(const std::vector<std::size_t>& k) {
   std::string s;
@@ -48,30 +58,80 @@ std::string join_quoted(const std::vector<std::string>& args) {
   return s;
 }
 
-// Slurm's own option formats are Slurm's to check; here only what would break the script.
-void check_sbatch_value(const std::string& option, const std::string& value) {
+// A value written into an #SBATCH line: sbatch reads up to the first blank, and a newline would add
+// lines to the script. Slurm's own formats (time, partition) are Slurm's to check.
+void check_sbatch_value(const std::string& what, const std::string& value) {
   if (value.find_first_of("\n\r\"'\\ \t") != std::string::npos)
-    throw std::invalid_argument(option + " " + value + ": must not contain spaces, quotes or newlines");
+    throw std::invalid_argument(what + " " + value + ": must not contain blanks, quotes or newlines (it goes into an #SBATCH line)");
 }
 
-std::string header(const Grid& g, const SlurmOptions& o, const std::string& what) {
-  std::ostringstream s;
-  s << "#!/bin/bash\n"
-    << "# " << what << "\n"
-    << "# Written by `stiefel experiment " << g.experiment.name << " --profile " << g.experiment.profile
-    << " --slurm`; kept with the results it produces.\n";
-  if (!o.partition.empty()) s << "#SBATCH --partition=" << o.partition << "\n";
-  if (!o.time.empty()) s << "#SBATCH --time=" << o.time << "\n";
-  s << "#SBATCH --chdir=" << o.workdir << "\n";
-  return s.str();
+// Slurm expands %j, %A, %a, ... in --output: a literal % is %%.
+std::string escape_percent(const std::string& s) {
+  std::string e;
+  for (const char c : s) {
+    if (c == '%') e.push_back('%');
+    e.push_back(c);
+  }
+  return e;
+}
+
+fs::path submissions_path(const Grid& g) { return fs::absolute(g.out) / "slurm" / "submissions.json"; }
+
+// OUT/slurm/submissions.json: a list of {"array_job": "ID", "task_count": N, ...}; [] when absent.
+json read_submissions(const Grid& g) {
+  const auto p = submissions_path(g);
+  if (!fs::exists(p)) return json::array();
+  const json all = reports::read_json_file(p.string());
+  const auto bad = [&](const std::string& why) {
+    return std::invalid_argument(p.string() + ": " + why + " (a list of submissions, as --slurm writes it)");
+  };
+  if (!all.is_array()) throw bad("not a JSON list");
+  for (const auto& s : all) {
+    if (!s.is_object() || !s.contains("array_job") || !s["array_job"].is_string() || !s.contains("task_count") ||
+        !s["task_count"].is_number_unsigned() || s["task_count"].get<std::size_t>() == 0)
+      throw bad("an entry without a string array_job and a positive task_count");
+  }
+  return all;
+}
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
 }
 
 }  // namespace
 
-SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o) {
+std::map<std::size_t, std::string> queued_runs(const Grid& g, const SlurmOptions& o) {
+  const json subs = read_submissions(g);
+  std::map<std::size_t, std::string> queued;
+  if (subs.empty()) return queued;
+  // Every job of this user, one line per array task (-r): "ARRAY_JOB|TASK|STATE". Asking by job id
+  // would fail for ids the controller has already forgotten.
+  const auto c = detail::run_captured({o.squeue(), "-h", "-r", "--me", "-o", "%F|%K|%T"});
+  if (c.exit_code != 0)
+    throw std::runtime_error(o.squeue() + " failed (exit " + std::to_string(c.exit_code) + "): " +
+                             c.err.substr(0, c.err.find('\n')));
+  std::map<std::string, std::size_t> task_counts;
+  for (const auto& s : subs) task_counts[s["array_job"].get<std::string>()] = s["task_count"].get<std::size_t>();
+  std::istringstream lines(c.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto a = line.find('|'), b = line.find('|', a == std::string::npos ? a : a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const auto job = line.substr(0, a), task = line.substr(a + 1, b - a - 1), state = line.substr(b + 1);
+    const auto it = task_counts.find(job);
+    if (it == task_counts.end() || task.empty() || task.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" && state != "REQUEUED") continue;
+    for (const auto k : shard_runs(g.runs.size(), Shard{std::stoul(task) + 1, it->second})) queued[k] = state;
+  }
+  return queued;
+}
+
+SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::size_t, std::string>& queued) {
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel " + std::to_string(o.max_parallel) + ": must be >= 0");
   if (o.array_tasks < 0) throw std::invalid_argument("--array-tasks " + std::to_string(o.array_tasks) + ": must be >= 0");
-  if (o.gpus_per_task < 0) throw std::invalid_argument("--gpus-per-task " + std::to_string(o.gpus_per_task) + ": must be >= 0");
   if (o.gpus_per_task > 0 && g.request.device != "cuda")
     throw std::invalid_argument("--gpus-per-task " + std::to_string(o.gpus_per_task) + ": the runs use --device " +
                                 g.request.device + "; add --device cuda");
@@ -79,17 +139,25 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o) {
     throw std::invalid_argument("the Slurm scripts need absolute paths of stiefel and of the working folder");
   check_sbatch_value("--partition", o.partition);
   check_sbatch_value("--time", o.time);
+  check_sbatch_value("the working folder", o.workdir);
+  check_sbatch_value("--out", fs::absolute(g.out).string());
   if (g.runs.empty()) throw std::invalid_argument(g.source + ": the grid has no runs");
+  check_pinned(g);
 
   SlurmPlan p;
+  p.submission = read_submissions(g).size() + 1;
   const std::size_t n = g.runs.size();
   p.task_count = o.array_tasks > 0 ? std::min<std::size_t>(std::size_t(o.array_tasks), n) : n;
-  for (std::size_t t = 0; t < p.task_count; ++t)
-    for (const auto k : shard_runs(n, Shard{t + 1, p.task_count}))
-      if (!is_finished(run_status(g.run_dir(k)).state)) {
-        p.tasks.push_back(t);
-        break;
-      }
+  for (std::size_t t = 0; t < p.task_count; ++t) {
+    bool unfinished = false, held = false;
+    for (const auto k : shard_runs(n, Shard{t + 1, p.task_count})) {
+      if (is_finished(run_status(g.run_dir(k)).state)) continue;
+      unfinished = true;
+      held = held || queued.count(k) > 0;
+    }
+    if (held) p.held.push_back(t);
+    else if (unfinished) p.tasks.push_back(t);
+  }
   p.array_spec = compress_indices(p.tasks);
   if (o.max_parallel > 0 && !p.tasks.empty()) {
     p.array_spec.push_back('%');
@@ -98,41 +166,49 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o) {
 
   const fs::path out = fs::absolute(g.out);
   const fs::path slurm = out / "slurm";
-  p.array_path = slurm / "array.sbatch";
-  p.report_path = slurm / "report.sbatch";
+  const std::string s = std::to_string(p.submission);
+  p.array_path = slurm / ("array-" + s + ".sbatch");
+  p.report_path = slurm / ("report-" + s + ".sbatch");
   p.log_folder = slurm / "logs";
+  p.binary = slurm / "bin" / ("stiefel-" + io::sha256_file(o.executable).substr(0, 16));
   const std::string defs = fs::absolute(g.request.definitions).string();
 
-  std::vector<std::string> task = {o.executable, "experiment", fs::absolute(g.source).string(),
+  std::vector<std::string> task = {p.binary.string(), "experiment", fs::absolute(g.source).string(),
                                    "--profile", g.experiment.profile, "--out", out.string(),
                                    "--device", g.request.device, "--definitions", defs,
                                    "--jobs", std::to_string(o.jobs)};
   if (!g.request.data.empty()) task.insert(task.end(), {"--data", g.request.data});
 
+  std::ostringstream head;
+  head << "#!/bin/bash\n"
+       << "# Written by `stiefel experiment " << g.experiment.name << " --profile " << g.experiment.profile
+       << " --slurm` (submission " << s << "); kept with the results it produces.\n";
+  if (!o.partition.empty()) head << "#SBATCH --partition=" << o.partition << "\n";
+  if (!o.time.empty()) head << "#SBATCH --time=" << o.time << "\n";
+  head << "#SBATCH --chdir=" << o.workdir << "\n"
+       << "#SBATCH --ntasks=1\n";
+
   std::ostringstream a;
-  a << header(g, o,
-              g.experiment.name + " [" + g.experiment.profile + "]: " + std::to_string(n) + " runs, " +
-                  (p.task_count == n ? "one array task per run"
-                                     : std::to_string(p.task_count) + " array tasks (task i runs shard i+1/" +
-                                           std::to_string(p.task_count) + ")"));
-  a << "#SBATCH --job-name=stiefel-" << g.experiment.name << "\n"
-    << "#SBATCH --output=" << (p.log_folder / "%A_%a.out").string() << "\n"
+  a << head.str() << "#SBATCH --job-name=stiefel-" << g.experiment.name << "\n"
+    << "#SBATCH --output=" << escape_percent(p.log_folder.string()) << "/%A_%a.out\n"
     << "#SBATCH --cpus-per-task=" << o.jobs << "\n";
-  const int gpus = g.request.device == "cuda" ? std::max(1, o.gpus_per_task) : 0;
+  const int gpus = g.request.device == "cuda" ? (o.gpus_per_task < 0 ? 1 : o.gpus_per_task) : 0;
   if (gpus > 0) a << "#SBATCH --gpus-per-task=" << gpus << "\n";
   a << "#SBATCH --array=" << (p.array_spec.empty() ? "0" : p.array_spec) << "\n"
+    << "# " << n << " runs in " << p.task_count << " tasks: task i runs shard i+1/" << p.task_count
+    << (p.task_count == n ? " (run i of the grid)" : "") << ".\n"
     << "# Each task skips finished runs and resumes interrupted ones, as `stiefel experiment` does locally.\n"
     << "set -euo pipefail\n"
     << "exec " << join_quoted(task) << " --shard \"$((SLURM_ARRAY_TASK_ID + 1))/" << p.task_count << "\"\n";
   p.array_script = a.str();
 
   std::ostringstream r;
-  r << header(g, o, g.experiment.name + " [" + g.experiment.profile + "]: the tables, figures and ledger of the grid")
-    << "#SBATCH --job-name=stiefel-" << g.experiment.name << "-report\n"
-    << "#SBATCH --output=" << (p.log_folder / "report-%j.out").string() << "\n"
+  r << head.str() << "#SBATCH --job-name=stiefel-" << g.experiment.name << "-report\n"
+    << "#SBATCH --output=" << escape_percent(p.log_folder.string()) << "/report-%j.out\n"
     << "#SBATCH --cpus-per-task=1\n"
+    << "# The tables, figures and ledger of the grid, once the array has ended (afterany).\n"
     << "set -euo pipefail\n"
-    << "exec " << join_quoted({o.executable, "report", out.string(), "--out", (out / "report").string(),
+    << "exec " << join_quoted({p.binary.string(), "report", out.string(), "--out", (out / "report").string(),
                               "--definitions", defs})
     << "\n";
   p.report_script = r.str();
@@ -160,42 +236,50 @@ std::string submit_one(const SlurmOptions& o, const std::vector<std::string>& ar
   return id;
 }
 
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
+// The binary the scripts run: a copy named by its content, so a rebuild cannot change a queued grid.
+void copy_binary(const std::string& from, const fs::path& to) {
+  if (fs::exists(to) && io::sha256_file(to) == io::sha256_file(from)) return;
+  io::write_file_atomically(to, [&](const fs::path& tmp) {
+    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing);
+    fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                             fs::perms::others_read | fs::perms::others_exec);
+  });
 }
 
 }  // namespace
 
 Submission submit_slurm(const Grid& g, const SlurmPlan& p, const SlurmOptions& o) {
   if (p.tasks.empty()) throw std::logic_error("submit_slurm: nothing to submit");
+  json all = read_submissions(g);  // checked before anything is submitted
   pin_grid(g);
   fs::create_directories(p.log_folder);
+  copy_binary(o.executable, p.binary);
   io::write_file_atomically(p.array_path, p.array_script);
   io::write_file_atomically(p.report_path, p.report_script);
 
   Submission s;
   s.array_job = submit_one(o, {p.array_path.string()}, "array job");
-  json entry = {{"submitted", utc_now()}, {"array_job", s.array_job}, {"array", p.array_spec},
-                {"task_count", p.task_count}, {"runs", g.runs.size()}};
-  const auto log_path = p.array_path.parent_path() / "submissions.json";
-  const auto record = [&] {
-    json all = fs::exists(log_path) ? reports::read_json_file(log_path.string()) : json::array();
-    if (!all.is_array()) all = json::array();
-    all.push_back(entry);
-    io::write_file_atomically(log_path, all.dump(2) + "\n");
-  };
+  json entry = {{"submission", p.submission}, {"submitted", utc_now()}, {"array_job", s.array_job},
+                {"array", p.array_spec}, {"task_count", p.task_count}, {"runs", g.runs.size()},
+                {"array_script", p.array_path.string()}, {"report_script", p.report_path.string()},
+                {"binary", p.binary.string()}};
+  std::string report_error;
   try {
     s.report_job = submit_one(o, {"--dependency=afterany:" + s.array_job, p.report_path.string()}, "report job");
+    entry["report_job"] = s.report_job;
   } catch (const std::exception& e) {
-    record();
-    throw std::runtime_error(std::string(e.what()) + " (the array job " + s.array_job +
-                             " was submitted; run `stiefel report` when it ends)");
+    report_error = e.what();
   }
-  entry["report_job"] = s.report_job;
-  record();
+  all.push_back(entry);
+  try {
+    io::write_file_atomically(submissions_path(g), all.dump(2) + "\n");
+  } catch (const std::exception& e) {
+    throw std::runtime_error("submitted array job " + s.array_job +
+                             (s.report_job.empty() ? "" : " and report job " + s.report_job) + ", but " + e.what());
+  }
+  if (!report_error.empty())
+    throw std::runtime_error(report_error + " (the array job " + s.array_job +
+                             " was submitted; run `stiefel report` when it ends)");
   return s;
 }
 

@@ -3,17 +3,24 @@
 #include <algorithm>
 #include <iomanip>
 #include <ostream>
+#include <sstream>
 
 namespace stiefel::runner {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-GridStatus grid_status(const Grid& g) {
+GridStatus grid_status(const Grid& g, const std::map<std::size_t, std::string>& queued) {
   GridStatus s;
   for (std::size_t k = 0; k < g.runs.size(); ++k) {
-    s.runs.push_back(run_status(g.run_dir(k)));
-    ++s.counts[s.runs.back().state];
+    auto r = run_status(g.run_dir(k));
+    const auto q = queued.find(k);
+    if (q != queued.end() && !is_finished(r.state) && r.state != RunState::running) {
+      r.state = RunState::queued;
+      r.detail = "Slurm: " + q->second;
+    }
+    s.runs.push_back(r);
+    ++s.counts[r.state];
   }
   return s;
 }
@@ -43,8 +50,8 @@ fs::path slurm_log(const Grid& g, std::size_t k) {
 void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
   out << g.experiment.name << " [" << g.experiment.profile << "]: " << g.runs.size() << " runs:";
   bool first = true;
-  for (const auto st : {RunState::completed, RunState::diverged, RunState::running, RunState::failed,
-                        RunState::repair, RunState::missing}) {
+  for (const auto st : {RunState::completed, RunState::diverged, RunState::running, RunState::queued,
+                        RunState::failed, RunState::repair, RunState::missing}) {
     const auto it = s.counts.find(st);
     out << (first ? " " : ", ") << (it == s.counts.end() ? 0 : it->second) << " " << to_string(st);
     first = false;
@@ -54,14 +61,18 @@ void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
   for (const auto& r : g.runs) width = std::max(width, r.id.size());
   for (std::size_t k = 0; k < g.runs.size(); ++k) {
     const auto& r = s.runs[k];
-    out << std::left << std::setw(int(width) + 2) << g.runs[k].id << std::setw(10) << to_string(r.state);
-    if (r.epochs > 0 && r.state != RunState::missing) out << "epoch " << r.epoch << "/" << r.epochs;
+    std::ostringstream line;
+    line << std::left << std::setw(int(width) + 2) << g.runs[k].id << std::setw(10) << to_string(r.state);
+    if (r.epochs > 0 && r.state != RunState::missing) line << "epoch " << r.epoch << "/" << r.epochs;
+    if (r.state == RunState::queued) line << "  " << r.detail;
     if (r.state == RunState::failed || r.state == RunState::repair) {
-      out << "  log " << (g.run_dir(k) / "log.txt").string();
-      if (const auto sl = slurm_log(g, k); !sl.empty()) out << ", Slurm " << sl.string();
-      if (!r.detail.empty()) out << ": " << r.detail;
+      line << "  log " << (g.run_dir(k) / "log.txt").string();
+      if (const auto sl = slurm_log(g, k); !sl.empty()) line << ", Slurm " << sl.string();
+      if (!r.detail.empty()) line << ": " << r.detail;
     }
-    out << "\n";
+    std::string text = line.str();
+    text.erase(text.find_last_not_of(' ') + 1);
+    out << text << "\n";
   }
 }
 

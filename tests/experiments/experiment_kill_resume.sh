@@ -36,6 +36,8 @@ kill -9 "$runner"; wait "$runner" 2>/dev/null || true
 sleep 1
 if pgrep -f -- "--out $out/runs" > /dev/null; then echo "FAIL: a run outlived the killed runner"; exit 1; fi
 
+partial=$(partial_run)  # again: the run in progress may have finished before the kill
+[ -n "$partial" ] || { echo "no interrupted run after the kill"; exit 1; }
 completed_before=$(completed_runs | sort)
 n_before=$(echo "$completed_before" | wc -l)
 for f in $completed_before; do stat -c '%n %Y.%y %s' "$f"; sha256sum "$f"; done > "$work/before.txt"
@@ -43,7 +45,7 @@ echo "killed with $n_before completed; interrupted run: $partial"
 # --status names the interrupted run failed (nobody holds its lock), the rest completed or missing.
 "$stiefel" experiment "$definition" --profile paper --out "$out" --status > "$work/status.txt"
 cat "$work/status.txt"
-grep -q "^kill-resume \[paper\]: 4 runs: $n_before completed, 0 diverged, 0 running, 1 failed, 0 repair, $((3 - n_before)) missing" "$work/status.txt" \
+grep -q "^kill-resume \[paper\]: 4 runs: $n_before completed, 0 diverged, 0 running, 0 queued, 1 failed, 0 repair, $((3 - n_before)) missing" "$work/status.txt" \
   || { echo "FAIL: --status after the kill"; exit 1; }
 grep -q "^${partial#$out/runs/} *failed .*log $partial/log.txt" "$work/status.txt" || { echo "FAIL: --status does not name the interrupted run"; exit 1; }
 

@@ -2,6 +2,10 @@
 //   STIEFEL_FAULT_ENOSPC=SUBSTR      write/writev/pwrite to a file whose path contains SUBSTR fail
 //                                    with ENOSPC (a full disk), after STIEFEL_FAULT_ENOSPC_SKIP
 //                                    such writes (default 0) have succeeded.
+//   STIEFEL_FAULT_EIO_FSYNC=SUBSTR   fsync/fdatasync of a file whose path contains SUBSTR fail with
+//                                    EIO (a disk that lost the data it had accepted).
+//   STIEFEL_FAULT_EIO_CLOSE=SUBSTR   close of such a file fails with EIO after closing it (as Linux
+//                                    does: the descriptor is gone, the error reports a lost write).
 //   STIEFEL_FAULT_KILL_AT_RENAME=K   the process SIGKILLs itself just before its K-th rename()
 //                                    (1-based), i.e. between rename K−1 and rename K.
 #include <dlfcn.h>
@@ -20,15 +24,20 @@ namespace {
 std::atomic<long> g_renames{0};
 std::atomic<long> g_matching_writes{0};
 
-bool path_matches(int fd) {
-  const char* want = getenv("STIEFEL_FAULT_ENOSPC");
+// Whether FD's path contains the value of the variable VAR (set and not empty).
+bool fd_path_contains(int fd, const char* var) {
+  const char* want = getenv(var);
   if (!want || !*want) return false;
   char link[64], target[4096];
   snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
   const ssize_t n = readlink(link, target, sizeof target - 1);
   if (n <= 0) return false;
   target[n] = '\0';
-  if (!strstr(target, want)) return false;
+  return strstr(target, want) != nullptr;
+}
+
+bool path_matches(int fd) {
+  if (!fd_path_contains(fd, "STIEFEL_FAULT_ENOSPC")) return false;
   const char* skip = getenv("STIEFEL_FAULT_ENOSPC_SKIP");
   return g_matching_writes++ >= (skip ? atol(skip) : 0);
 }
@@ -67,6 +76,35 @@ ssize_t pwrite(int fd, const void* buf, size_t count, off_t offset) {
     return -1;
   }
   return real(fd, buf, count, offset);
+}
+
+int fsync(int fd) {
+  static auto real = next<int (*)(int)>("fsync");
+  if (fd_path_contains(fd, "STIEFEL_FAULT_EIO_FSYNC")) {
+    errno = EIO;
+    return -1;
+  }
+  return real(fd);
+}
+
+int fdatasync(int fd) {
+  static auto real = next<int (*)(int)>("fdatasync");
+  if (fd_path_contains(fd, "STIEFEL_FAULT_EIO_FSYNC")) {
+    errno = EIO;
+    return -1;
+  }
+  return real(fd);
+}
+
+int close(int fd) {
+  static auto real = next<int (*)(int)>("close");
+  const bool fail = fd_path_contains(fd, "STIEFEL_FAULT_EIO_CLOSE");
+  const int rc = real(fd);
+  if (fail && rc == 0) {
+    errno = EIO;
+    return -1;
+  }
+  return rc;
 }
 
 int rename(const char* from, const char* to) {

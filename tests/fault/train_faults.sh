@@ -73,6 +73,28 @@ for target in run.json checkpoint.pt; do
 done
 echo "a full disk on the record or the checkpoint loses nothing and says which file"
 
+# 2b. The disk reports a lost write at fsync, then at close (EIO), for the record and the checkpoint:
+#     the same outcome as a full disk.
+for fault in FSYNC CLOSE; do
+  for target in run.json checkpoint.pt; do
+    dir="$work/eio-$fault-$target"
+    set +e
+    STIEFEL_FAULT_KILL_AT_RENAME=3 LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" 2>/dev/null
+    set -e
+    before=$(cd "$dir" && sha256sum run.json checkpoint.pt)
+    set +e
+    env "STIEFEL_FAULT_EIO_$fault=$target.tmp" LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err"; rc=$?
+    set -e
+    [ "$rc" -ne 0 ] || fail "EIO at $fault of $target: exit 0"
+    grep -q "$target" "$dir.err" || fail "EIO at $fault of $target: message does not name the file: $(cat "$dir.err")"
+    grep -qi "${fault,,} of .*input/output error" "$dir.err" || fail "EIO at $fault of $target: message does not say why: $(cat "$dir.err")"
+    [ "$(wc -l < "$dir.err")" -eq 1 ] || fail "EIO at $fault of $target: expected one line, got: $(cat "$dir.err")"
+    [ "$before" = "$(cd "$dir" && sha256sum run.json checkpoint.pt)" ] || fail "EIO at $fault of $target changed the files"
+    no_temporaries "$dir"
+  done
+done
+echo "a lost write reported at fsync or at close loses nothing and says which file"
+
 # 3. A bit flip in the checkpoint: refused (SHA-256 against the record), files untouched.
 dir="$work/flip"
 set +e

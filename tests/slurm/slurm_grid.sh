@@ -32,10 +32,27 @@ grep -q -- '--array=0-3%1' "$work/dry-run.txt" || { echo "FAIL: dry run"; cat "$
 grep -q -- '--dependency=afterany:ARRAY_JOB_ID' "$work/dry-run.txt" || { echo "FAIL: dry run: no report job"; exit 1; }
 [ ! -e "$out/slurm" ] && [ -z "$(squeue -h)" ] || { echo "FAIL: --dry-run submitted or wrote something"; exit 1; }
 
+submit() {  # LOG ARGS...: submits, prints "ARRAY REPORT"; on failure shows the log and fails
+  local log=$1; shift
+  "${exp[@]}" --out "$out" --slurm "$@" > "$work/ids" 2> "$log" || { echo "FAIL: submission"; cat "$log"; exit 1; }
+  cat "$work/ids"
+}
+
 # First submission.
-read -r array report < <("${exp[@]}" --out "$out" --slurm --max-parallel 1 2> "$work/submit1.log")
+read -r array report < <(submit "$work/submit1.log" --max-parallel 1)
+[ -n "$report" ] || { echo "FAIL: no job ids"; cat "$work/submit1.log"; exit 1; }
 echo "submitted array job $array, report job $report"
-test -s "$out/slurm/array.sbatch" && test -s "$out/slurm/report.sbatch"
+test -s "$out/slurm/array-1.sbatch" && test -s "$out/slurm/report-1.sbatch"
+ls "$out"/slurm/bin/stiefel-* > /dev/null
+
+# While the array is queued, --status says so and a second submission submits nothing.
+"${exp[@]}" --out "$out" --status > "$work/status0.txt"
+grep -Eq "^slurm-grid \[paper\]: 4 runs: 0 completed, 0 diverged, [01] running, [34] queued" "$work/status0.txt" \
+  || { echo "FAIL: --status while queued"; cat "$work/status0.txt"; exit 1; }
+"${exp[@]}" --out "$out" --slurm --max-parallel 1 > /dev/null 2> "$work/submit-early.log"
+grep -q "nothing to submit now" "$work/submit-early.log" || { echo "FAIL: a submission while queued"; cat "$work/submit-early.log"; exit 1; }
+[ "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$out/slurm/submissions.json")" = 1 ] \
+  || { echo "FAIL: a submission while queued submitted something"; exit 1; }
 
 # Cancel the second run's task once the first run finished and the second wrote a checkpoint.
 # The grid's order (array task k runs run k): seed-major, then arm.
@@ -47,26 +64,28 @@ for _ in $(seq 1 1500); do
 done
 [ -f "$victim/checkpoint.pt" ] || { echo "FAIL: the second run never wrote a checkpoint"; exit 1; }
 scancel "${array}_1"
+[ "$(record_state "$victim/run.json")" != completed ] || { echo "FAIL: the second run finished before the cancel (the test grid is too short for this machine)"; exit 1; }
 echo "cancelled task ${array}_1 at epoch $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["epochs"][-1]["epoch"])' "$victim/run.json")"
-wait_for_job "$array" 300
+wait_for_job "$array" 900
 wait_for_job "$report" 300
 echo "after the first submission: array $(job_state "$array"), report $(job_state "$report")"
 # The report job ran after the array although one task was cancelled (afterany), on what was there.
 grep -q "(3/4 runs)" "$out/slurm/logs/report-$report.out" || { echo "FAIL: the first report job"; cat "$out/slurm/logs/report-$report.out"; exit 1; }
 
 "${exp[@]}" --out "$out" --status | tee "$work/status1.txt"
-grep -q "^slurm-grid \[paper\]: 4 runs: 3 completed, 0 diverged, 0 running, 1 failed" "$work/status1.txt" \
+grep -q "^slurm-grid \[paper\]: 4 runs: 3 completed, 0 diverged, 0 running, 0 queued, 1 failed" "$work/status1.txt" \
   || { echo "FAIL: --status after the cancel"; exit 1; }
 grep -q "^main/b2/seed-0 *failed .*log $victim/log.txt, Slurm $out/slurm/logs/${array}_1.out" "$work/status1.txt" \
   || { echo "FAIL: --status does not name the failed run's logs"; exit 1; }
 
 for r in "${runs[0]}" "${runs[2]}" "${runs[3]}"; do stat -c '%n %Y %s' "$r/run.json"; sha256sum "$r/run.json"; done > "$work/before.txt"
 
-# Resubmission: only the cancelled run's task.
-read -r array2 report2 < <("${exp[@]}" --out "$out" --slurm --max-parallel 1 2> "$work/submit2.log")
+# Resubmission in two tasks of two runs (task i: shard i+1/2): only task 1 (runs 1 and 3) has an
+# unfinished run; inside it the finished run 3 is skipped and run 1 resumes.
+read -r array2 report2 < <(submit "$work/submit2.log" --max-parallel 1 --array-tasks 2)
 cat "$work/submit2.log"
-grep -q "(1 of 4 tasks: 1%1)" "$work/submit2.log" || { echo "FAIL: resubmission did not submit only task 1"; exit 1; }
-wait_for_job "$array2" 300
+grep -q "(1 of 2 tasks: 1%1)" "$work/submit2.log" || { echo "FAIL: resubmission did not submit only task 1"; exit 1; }
+wait_for_job "$array2" 900
 wait_for_job "$report2" 300
 [ "$(job_state "$array2")" = COMPLETED ] && [ "$(job_state "$report2")" = COMPLETED ] \
   || { echo "FAIL: resubmitted jobs: $(job_state "$array2"), $(job_state "$report2")"; cat "$out"/slurm/logs/*; exit 1; }
@@ -74,7 +93,10 @@ for r in "${runs[0]}" "${runs[2]}" "${runs[3]}"; do stat -c '%n %Y %s' "$r/run.j
 diff "$work/before.txt" "$work/after.txt" || { echo "FAIL: a finished run was redone"; exit 1; }
 "${exp[@]}" --out "$out" --status | tee "$work/status2.txt"
 grep -q ": 4 runs: 4 completed" "$work/status2.txt" || { echo "FAIL: grid incomplete after resubmission"; exit 1; }
-test -s "$out/report/slurm-grid-paper.md" || { echo "FAIL: the report job wrote no table"; exit 1; }
+grep -q "1 already finished (skipped), 1 to run" "$out/slurm/logs/${array2}_1.out" \
+  || { echo "FAIL: the resubmitted task did not skip its finished run"; cat "$out/slurm/logs/${array2}_1.out"; exit 1; }
+grep -q "(4/4 runs)" "$out/slurm/logs/report-$report2.out" \
+  || { echo "FAIL: the second report job"; cat "$out/slurm/logs/report-$report2.out"; exit 1; }
 python3 - "$out/slurm/submissions.json" "$array" "$report" "$array2" "$report2" <<'PY'
 import json, sys
 subs = json.load(open(sys.argv[1]))

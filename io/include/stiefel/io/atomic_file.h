@@ -59,7 +59,8 @@ std::filesystem::path temporary_path(const std::filesystem::path& path);
 int remove_stale_temporaries(const std::filesystem::path& path);
 
 // An exclusive advisory lock (flock) on FOLDER/.lock, held for the object's lifetime: one process at
-// a time writes a run folder. Throws IoError naming the folder when another process holds it.
+// a time writes a run folder. Throws IoError naming the folder when another process holds it (after
+// waiting up to 2 s, so that a momentary probe by folder_lock_held does not refuse a writer).
 class FolderLock {
  public:
   explicit FolderLock(const std::filesystem::path& folder);
@@ -71,8 +72,8 @@ class FolderLock {
   int fd_ = -1;
 };
 
-// Whether a process holds FOLDER's lock now (a FolderLock on it): probed without creating the lock
-// file and without waiting. Across machines it is as reliable as flock on the shared file system.
+// Whether a process holds FOLDER's lock now (a FolderLock on it): probed with a shared lock, without
+// creating the lock file and without waiting. Across machines it is as reliable as flock on the shared file system.
 bool folder_lock_held(const std::filesystem::path& folder);
 
 }  // namespace stiefel::io

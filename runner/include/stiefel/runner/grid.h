@@ -39,8 +39,10 @@ std::string definition_path(const std::string& name, const std::string& definiti
 // Loads and resolves the grid; throws reports::ExperimentError naming the file and the field.
 Grid load_grid(const GridRequest& request);
 
-// Writes OUT/experiment.json, or checks that the one there describes the same grid and --data;
-// throws std::invalid_argument naming --out when it does not.
+// Checks that OUT/experiment.json, when there, describes the same grid and --data; throws
+// std::invalid_argument naming --out when it does not.
+void check_pinned(const Grid& grid);
+// check_pinned, then writes OUT/experiment.json when there is none.
 void pin_grid(const Grid& grid);
 
 // --shard i/N: every N-th run of the grid, starting at the i-th (1-based).
@@ -57,10 +59,12 @@ std::vector<std::size_t> shard_runs(std::size_t n, Shard s);
 //  repair:    a completed record whose final checkpoint is not the one it names (a kill before the
 //             checkpoint's commit); a rerun resumes and recomputes it.
 //  running:   a process holds the folder's lock (OUT/runs/.../.lock) now.
+//  queued:    not finished, not running, and its Slurm task is pending or running (run_status
+//             does not ask Slurm: grid_status sets it from the queue it is given).
 //  failed:    started (a record or a log) but stopped before finishing, and no process holds it: a
 //             kill, a cancelled Slurm task or an error. A rerun resumes it from its checkpoint.
 //  missing:   never started.
-enum class RunState { missing, running, failed, repair, completed, diverged };
+enum class RunState { missing, queued, running, failed, repair, completed, diverged };
 const char* to_string(RunState s);
 bool is_finished(RunState s);
 
