@@ -2,11 +2,14 @@
 // (checks_double.cpp) and mp50 (checks_mp50.cpp) so the slow 50-digit build stays in one unit.
 #pragma once
 
+#include <Eigen/Core>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 #include <stiefel/certificates/claim.h>
 
 #define STIEFEL_CHECK_LIST(X)                                                                     \
-  X(joint_gauge) X(gl_gauge) X(per_frame_gauge_nonzero) X(random_tangent_gauge_fraction)          \
+  X(joint_gauge) X(gl_gauge) X(loss_invariance) X(gradient_exact) X(per_frame_gauge_nonzero) X(random_tangent_gauge_fraction)          \
   X(orthogonal_projector) X(steepest_ascent) X(gauge_split) X(sgd_degree_one) X(adam_scale_free)  \
   X(adam_mean_scale_free)                                                                         \
   X(jensen_moment_bound) X(displacement_bound) X(first_step_equality) X(displacement_corrected)   \
@@ -18,6 +21,15 @@
   X(canonical_norm_split) X(frozen_fixes_frame)
 
 namespace stiefel::certificates {
+
+// The reference of check_gradient_exact, computed in the 50-digit unit: direction k (two Gaussian
+// tensors per head, in double, exactly representable in every precision) and the loss's derivative
+// along it, Richardson-extrapolated central differences in 50 digits (decimal, 40 digits).
+struct DirectionalReference {
+  std::vector<Eigen::MatrixXd> dq, dk;
+  std::string value;
+};
+DirectionalReference directional_reference(const Case& c, int k);
 
 #define STIEFEL_DECLARE_CHECK(name) \
   template <class S>                \

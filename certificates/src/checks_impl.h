@@ -195,6 +195,105 @@ CheckResult check_gl_gauge(const Case& c, int variant) {
   return roundoff_result<S>(sqrt(res2), norm, double(c.tokens * c.d));
 }
 
+// --- Prop. 1 independently of the gradient code: the loss itself, and the gradient it implies ---
+
+template <class S>
+S from_decimal(const std::string& text) {
+  if constexpr (std::is_same_v<S, double>) return std::stod(text);
+  else return S(text.c_str());
+}
+
+// The loss's magnitude Σ_h ‖C_h‖‖X U_h‖ (|L| is at most that), and the logits' Σ_h s‖X W_Q,h‖‖X W_K,h‖.
+template <class S>
+S loss_magnitude(const AttentionProblem<S>& p) {
+  S m(0);
+  for (std::size_t h = 0; h < p.readout.size(); ++h) m += p.readout[h].norm() * (p.x * p.value[h]).norm();
+  return m;
+}
+template <class S>
+S logit_magnitude(const AttentionProblem<S>& p, const Frames<S>& wq, const Frames<S>& wk) {
+  S m(0);
+  for (std::size_t h = 0; h < wq.size(); ++h) m += (p.x * wq[h]).norm() * (p.x * wk[h]).norm() / sqrt(S(wq[h].cols()));
+  return m;
+}
+
+// L(W_Q R, W_K R) = L(W_Q, W_K) for R ∈ O(r) per head (Haar), and L(W_Q A, W_K A⁻ᵀ) = L for
+// A = R₁ diag(10^[-1,1]) R₂ ∈ GL(r) (condition ≤ 100), evaluated with the forward pass only.
+// ratio = |ΔL| / (u · n·d·r · ‖C‖‖XU‖ · (1 + κ Σ s‖XW_Q‖‖XW_K‖)), κ = 1 for R and κ(A) for A:
+// the transformed products carry rounding errors of relative size u·r·κ in the logits.
+// Controls (near-misses): 1, A⁻¹ in place of A⁻ᵀ with A 1e-6 from orthogonal (a non-symmetric
+// perturbation); 2, R off O(r) by 1e-6 (R + 1e-6 N).
+template <class S>
+CheckResult check_loss_invariance(const Case& c, int variant) {
+  auto a = make_attention_case<S>(c);
+  Rng rng(c.seed ^ 0x3c6ef372fe94f82bULL);
+  const S base = a.grad.loss;
+  Frames<S> q_rot, k_rot, q_gl, k_gl;
+  S kappa(1);
+  for (int h = 0; h < c.heads; ++h) {
+    Matrix<S> rot = random_orthogonal<S>(rng, c.r);
+    if (variant == 2) rot += gaussian_matrix<S>(rng, c.r, c.r) * S(1e-6);
+    q_rot.push_back(a.wq[h] * rot);
+    k_rot.push_back(a.wk[h] * rot);
+    Vector<S> sv(c.r);
+    for (int i = 0; i < c.r; ++i) sv(i) = S(pow10(-1.0 + 2.0 * double(i) / std::max(1, c.r - 1)));
+    Matrix<S> gl = random_orthogonal<S>(rng, c.r) * sv.asDiagonal() * random_orthogonal<S>(rng, c.r);
+    if (variant == 1)  // within 1e-6 of O(r): its condition number is 1 to that accuracy
+      gl = random_orthogonal<S>(rng, c.r) * (Matrix<S>::Identity(c.r, c.r) + gaussian_matrix<S>(rng, c.r, c.r) * S(1e-6));
+    else
+      kappa = std::max<S>(kappa, sv.maxCoeff() / sv.minCoeff());
+    const Matrix<S> inv = gl.inverse();
+    q_gl.push_back(a.wq[h] * gl);
+    k_gl.push_back(a.wk[h] * (variant == 1 ? inv : Matrix<S>(inv.transpose())));
+  }
+  const S d_rot = abs(attention_loss_and_gradient(a.problem, q_rot, k_rot).loss - base);
+  const S d_gl = abs(attention_loss_and_gradient(a.problem, q_gl, k_gl).loss - base);
+  const S logits = logit_magnitude(a.problem, a.wq, a.wk);
+  const S norm_rot = loss_magnitude(a.problem) * (S(1) + logits);
+  const S norm_gl = loss_magnitude(a.problem) * (S(1) + kappa * logits);
+  const double factor = double(c.tokens * c.d * c.r);
+  CheckResult r = roundoff_result<S>(d_rot, norm_rot, factor);
+  r.detail["rotation"] = to_double(S(d_rot / norm_rot));
+  r.detail["gl"] = to_double(S(d_gl / norm_gl));
+  keep_worst(r, roundoff_result<S>(d_gl, norm_gl, factor));
+  return r;
+}
+
+// The analytic gradient against the derivative of the loss: for two directions Δ in (W_Q, W_K),
+// ⟨∇L, Δ⟩ against directional_reference (Richardson-extrapolated central differences of L in 50
+// digits, h = 1e-8: truncation O(h⁴) ≈ 1e-32 relative, rounding 1e-50/h = 1e-42).
+// ratio = |⟨∇L, Δ⟩ − D_ref| / (max(u, 1e-30) · n·d · ‖Δ‖ · Σ_h gradient rounding scale): a
+// roundoff ratio in double; in 50 digits the reference's own accuracy (1e-30) is the floor.
+// Control: a gradient error of 1e-9 of that scale along Δ (which the slope check, blind below a
+// relative error of about 1.5e-5, passes).
+template <class S>
+CheckResult check_gradient_exact(const Case& c, int variant) {
+  const auto a = make_attention_case<S>(c);
+  S scale(0);
+  for (int h = 0; h < c.heads; ++h) scale += attention_error_scale(a.problem, a.wq[h], a.wk[h], std::size_t(h));
+  const double floor = std::max(to_double(unit_roundoff<S>()), 1e-30);
+  CheckResult worst;
+  for (int k = 0; k < 2; ++k) {
+    const auto ref = directional_reference(c, k);
+    S analytic(0), dnorm2(0);
+    for (int h = 0; h < c.heads; ++h) {
+      const Matrix<S> dq = ref.dq[std::size_t(h)].template cast<S>(), dk = ref.dk[std::size_t(h)].template cast<S>();
+      analytic += frob<S>(a.grad.grad_q[h], dq) + frob<S>(a.grad.grad_k[h], dk);
+      dnorm2 += dq.squaredNorm() + dk.squaredNorm();
+    }
+    const S norm = scale * sqrt(dnorm2);
+    if (variant == 1) analytic += S(1e-9) * norm;
+    const S residual = abs(analytic - from_decimal<S>(ref.value));
+    CheckResult r;
+    r.ratio = to_double(S(residual / (norm * S(floor) * S(double(c.tokens * c.d)))));
+    r.residual = to_double(residual);
+    r.normaliser = to_double(norm);
+    r.detail["relative_error"] = to_double(S(residual / norm));
+    keep_worst(worst, r);
+  }
+  return worst;
+}
+
 // --- Table 8: per-frame gauge content -----------------------------------------------------------
 
 // ratio = u·factor / ρ with ρ the smallest per-frame gauge content ‖W skew(WᵀG)‖ relative to the

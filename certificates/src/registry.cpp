@@ -44,7 +44,11 @@ std::vector<Claim> build() {
                  "gradient's rounding-error scale sum_h s ||X W_Q,h|| ||P o (|D| + rowsum(P o |D|))|| "
                  "||X W_K,h|| (the softmax backward pass cancels, so ||G|| can be far smaller); "
                  "factor n*d";
-    c.analysis = "Differentiate L(W_Q exp(t Omega), W_K exp(t Omega)) = L at t = 0; exact.";
+    c.analysis = "Differentiate L(W_Q exp(t Omega), W_K exp(t Omega)) = L at t = 0; exact. Read on the "
+                 "code's gradient, whose backward formula makes W_Q^T G_Q + W_K^T G_K symmetric by its "
+                 "shape: this certifies the gradient code's algebra; the loss's invariance and the "
+                 "gradient itself are certified independently by prop1-loss-invariance and "
+                 "attention-gradient-exact.";
     c.generator_fn = [] { return gen::attention(2); };
     STIEFEL_CHECKS(c, joint_gauge);
     c.controls = {{"random-tensor-pair", "Gaussian tensors of the same norms in place of the "
@@ -60,10 +64,55 @@ std::vector<Claim> build() {
     c.generator = "attention problems as for prop1-joint-gauge, r in [1,d]";
     c.residual = "sqrt(sum_h ||W_Q,h^T G_Q,h - G_K,h^T W_K,h||_F^2), normalised as for "
                  "prop1-joint-gauge; factor n*d";
-    c.analysis = "Differentiate L(W_Q(I + tA), W_K(I - tA^T)) at t = 0 for every A; exact.";
+    c.analysis = "Differentiate L(W_Q(I + tA), W_K(I - tA^T)) at t = 0 for every A; exact. As for "
+                 "prop1-joint-gauge, it holds by the backward formula's shape; prop1-loss-invariance "
+                 "and attention-gradient-exact are the independent checks.";
     c.generator_fn = [] { return gen::attention(1); };
     STIEFEL_CHECKS(c, gl_gauge);
     c.controls = {{"random-tensor-pair", "Gaussian tensors of the same norms in place of the gradient", 1}};
+    v.push_back(c);
+  }
+  {  // 1c
+    Claim c = base("prop1-loss-invariance", "Prop. 1, §5.1 (the invariance itself)", "invariance",
+                   "The attention loss depends on (W_Q,h, W_K,h) only through W_Q,h W_K,h^T: "
+                   "L(W_Q R, W_K R) = L(W_Q, W_K) for R in O(r), and L(W_Q A, W_K A^-T) = L for A in "
+                   "GL(r). Checked on the loss alone (the forward pass), independently of the "
+                   "gradient code that prop1-joint-gauge and prop1-gl-gauge read.");
+    c.generator = "attention problems as for prop1-joint-gauge (r >= 2: at r = 1, A^-1 = A^-T and "
+                  "O(1) = {1, -1}, so no near-miss control can differ from the claim); per head a Haar "
+                  "R in O(r) and A = R1 diag(10^[-1,1]) R2 (condition number up to 100)";
+    c.residual = "|L(transformed) - L| for the O(r) and the GL(r) transformation, normalised by "
+                 "sum_h ||C_h|| ||X U_h|| (1 + kappa sum_h s ||X W_Q,h|| ||X W_K,h||), kappa = 1 for R "
+                 "and kappa(A) for A: the transformed products carry rounding errors of relative size "
+                 "u r kappa in the logits; factor n*d*r";
+    c.analysis = "(W_Q A)(W_K A^-T)^T = W_Q W_K^T; the score, the softmax and the loss are unchanged; exact.";
+    c.generator_fn = [] { return gen::attention(2); };
+    STIEFEL_CHECKS(c, loss_invariance);
+    c.controls = {{"inverse-not-transposed", "A^-1 in place of A^-T on W_K, with A = R (I + 1e-6 N) "
+                                             "(a 1e-6 non-orthogonal perturbation: a near miss)", 1},
+                  {"rotation-off-group", "R + 1e-6 N in place of R in O(r) (a frame update that "
+                                         "leaves O(r) by 1e-6)", 2}};
+    v.push_back(c);
+  }
+  {  // 1d
+    Claim c = base("attention-gradient-exact", "§5.1, Prop. 1 (the gradient behind claims 1, 1b, 2)", "identity",
+                   "The analytic attention gradient (the backward pass that prop1-joint-gauge, "
+                   "prop1-gl-gauge and Table 8 read) is the derivative of the loss: <grad, D> equals "
+                   "the directional derivative of L along D, to the rounding of the working precision.");
+    c.generator = "attention problems as for prop1-gl-gauge (r in [1,d]); two Gaussian directions D "
+                  "in (W_Q, W_K) per case";
+    c.residual = "|<grad, D> - D_ref| with D_ref Richardson-extrapolated central differences of L in "
+                 "50 digits (h = 1e-8, h/2: truncation O(h^4) ~ 1e-32 relative), normalised by "
+                 "||D|| sum_h (the gradient's rounding-error scale, as for prop1-joint-gauge)";
+    c.factor = "ratio = residual / (normaliser * max(u, 1e-30) * n * d): a roundoff ratio in double; "
+               "in 50 digits the floor is the reference's accuracy 1e-30; pass at ratio <= 30";
+    c.analysis = "Hand-derived backward pass of softmax attention, checked against the loss to "
+                 "roundoff (the slope of attention-gradient-taylor passes relative errors up to ~1.5e-5).";
+    c.generator_fn = [] { return gen::attention(1); };
+    STIEFEL_CHECKS(c, gradient_exact);
+    c.cost = 2;
+    c.controls = {{"gradient-error-1e-9", "a gradient error of 1e-9 of the gradient's rounding-error "
+                                          "scale along D (passes the slope check)", 1}};
     v.push_back(c);
   }
   {  // 2
