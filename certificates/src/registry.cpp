@@ -29,6 +29,17 @@ Claim base(std::string id, std::string source, std::string kind, std::string sta
   return c;
 }
 
+// eta*lambda below 1 (10^[-6,0): every run of the paper), above 1 (10^(0,0.6]), or either (0).
+rc::Gen<Case> decay_gen_regime(int regime) {
+  return rc::gen::exec([regime] {
+    Case k;
+    gen::draw_frame_shape(k, {.not_one_by_one = true, .scale_lo = -3, .scale_hi = 1});
+    const bool above = regime == 0 ? *rc::gen::arbitrary<bool>() : regime > 0;
+    k.x = above ? gen::real(0.001, 0.6, 600) : gen::real(-6, -0.001, 600);
+    return k;
+  });
+}
+
 std::vector<Claim> build() {
   std::vector<Claim> v;
 
@@ -521,26 +532,32 @@ std::vector<Claim> build() {
     c.controls = {{"drifted-frame", "a frame scaled by 3/2 off the manifold", 1}};
     v.push_back(c);
   }
-  auto decay_gen = [] {
-    return rc::gen::exec([] {
-      Case k;
-      gen::draw_frame_shape(k, {.not_one_by_one = true, .scale_lo = -3, .scale_hi = 1});
-      // Both regimes of eta*lambda: below 1 (10^[-6,0)) and above 1 (10^(0,0.6]).
-      k.x = *rc::gen::arbitrary<bool>() ? gen::real(0.001, 0.6, 600) : gen::real(-6, -0.001, 600);
-      return k;
-    });
-  };
+  auto decay_gen = [] { return decay_gen_regime(0); };
   {  // 12
-    Claim c = base("s53-decay-absorbed", "§5.3 after Prop. 7", "identity",
+    Claim c = base("s53-decay-absorbed", "§5.3 after Prop. 7 (eta lambda < 1)", "identity",
                    "polar((1 - eta lambda) W + xi) = polar(W + xi / (1 - eta lambda)): decoupled "
-                   "decay is absorbed by the retraction (stated without a condition on eta lambda).");
+                   "decay is absorbed by the retraction, for eta lambda < 1 (every run of the paper "
+                   "has eta lambda <= 1e-3). Stated without a condition, it fails for eta lambda > 1: "
+                   "see s53-decay-absorbed-large-step.");
     c.generator = "d in [2,24] ((d,r) != (1,1), whose tangent space is {0}), r in [1,d], tangent xi "
-                  "scaled by 10^[-3,1], eta*lambda = 10^[-6,0.6]";
+                  "scaled by 10^[-3,1], eta*lambda = 10^[-6,-0.001]";
     c.residual = "||lhs - rhs||_F / sqrt(r); factor d*(1 + ||xi||/|1 - eta lambda|)";
+    c.analysis = "polar(cM) = polar(M) for c > 0: divide (1 - eta lambda) W + xi by 1 - eta lambda > 0.";
+    c.generator_fn = [] { return decay_gen_regime(-1); };
+    STIEFEL_CHECKS(c, decay_absorbed);
+    c.controls = {{"unscaled-step", "polar(W + xi) without the 1/(1 - eta lambda) rescale", 1}};
+    v.push_back(c);
+  }
+  {  // 12a
+    Claim c = base("s53-decay-absorbed-large-step", "§5.3 after Prop. 7 (eta lambda > 1)", "identity",
+                   "The same identity where the paper's statement, which has no condition on eta "
+                   "lambda, also asserts it: for eta lambda > 1.");
+    c.generator = "as for s53-decay-absorbed, with eta*lambda = 10^[0.001,0.6]";
+    c.residual = "as for s53-decay-absorbed";
     c.expected = Expected::kRefuted;
     c.analysis = "polar(cM) = sign(c) polar(M): for eta*lambda > 1 the two sides are negatives of "
                  "each other, and at eta*lambda = 1 the right side is undefined.";
-    c.generator_fn = decay_gen;
+    c.generator_fn = [] { return decay_gen_regime(1); };
     STIEFEL_CHECKS(c, decay_absorbed);
     c.controls = {{"unscaled-step", "polar(W + xi) without the 1/(1 - eta lambda) rescale", 1}};
     v.push_back(c);
@@ -550,7 +567,7 @@ std::vector<Claim> build() {
                    "Corrected statement: polar((1 - eta lambda) W + xi) = sign(1 - eta lambda) "
                    "polar(W + xi/(1 - eta lambda)) for eta lambda != 1; the paper's form holds "
                    "exactly when eta lambda < 1.");
-    c.generator = "as for s53-decay-absorbed";
+    c.generator = "as for s53-decay-absorbed, with eta*lambda = 10^[-6,-0.001] or 10^[0.001,0.6]";
     c.residual = "as for s53-decay-absorbed";
     c.analysis = "Positive homogeneity and oddness of the polar factor.";
     c.generator_fn = decay_gen;
