@@ -15,7 +15,7 @@
   X(jensen_moment_bound) X(displacement_bound) X(first_step_equality) X(displacement_corrected)   \
   X(corrected_bound_tight) X(gradient_proportional) X(sigma_min) X(angle_bound)                   \
   X(equivariance_scalar) X(equivariance_per_column) X(equivariance_mean) X(equivariance_converse) \
-  X(decay_annihilated)                                                                            \
+  X(decay_annihilated) X(decay_drifted)                                                                            \
   X(decay_absorbed) X(decay_absorbed_corrected) X(decay_fixed_point) X(polar_nearest)             \
   X(polar_routes) X(query_norm) X(retraction_order) X(attention_taylor) X(canonical_riesz)        \
   X(canonical_norm_split) X(frozen_fixes_frame)

@@ -852,6 +852,29 @@ CheckResult check_decay_annihilated(const Case& c, int variant) {
                             double(c.d));
 }
 
+// Prop. 8 on a frame off the manifold (as float32 training leaves it, isometry error ≈ 1e-5):
+// W = U diag(σ) Vᵀ with σ_i = 1 + δ_i, |δ_i| = 10^[-8,-3]. Then Π_W(λW) = λ W (I − WᵀW), whose norm
+// is λ ‖σ(1 − σ²)‖₂ exactly (≤ λ (1 + max δ) ‖I − WᵀW‖_F: the bound's constant is 1 + max δ).
+// ratio = |‖Π_W(λW)‖ − λ‖σ(1 − σ²)‖| / (u · d · λ√r).
+// Control: the projector of the retracted frame polar(W) applied to the drifted frame's decay
+// (Π_Q(λW) = 0 for Q = polar(W): the residual decay gradient is missed).
+template <class S>
+CheckResult check_decay_drifted(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> u = random_stiefel<S>(rng, c.d, c.r), v = random_orthogonal<S>(rng, c.r);
+  Vector<S> sigma(c.r);
+  for (int i = 0; i < c.r; ++i) sigma(i) = S(1) + S((rng.uniform() < 0.5 ? -1.0 : 1.0) * pow10(-8.0 + 5.0 * rng.uniform()));
+  const Matrix<S> w = u * sigma.asDiagonal() * v.transpose();
+  const S lambda(pow10(c.x));
+  const Matrix<S> frame = variant == 1 ? polar_svd<S>(w) : w;
+  const S measured = project_tangent<S>(frame, Matrix<S>(lambda * w)).norm();
+  const S closed_form = lambda * (sigma.array() * (S(1) - sigma.array().square())).matrix().norm();
+  CheckResult r = roundoff_result<S>(abs(measured - closed_form), lambda * sqrt(S(c.r)), double(c.d));
+  r.detail["relative_residual_decay"] = to_double(S(closed_form / lambda));
+  r.detail["isometry_error"] = to_double(isometry_error(w));
+  return r;
+}
+
 template <class S>
 CheckResult decay_absorbed_check(const Case& c, int variant, bool corrected) {
   Rng rng(c.seed);
