@@ -52,7 +52,7 @@ int submit(const runner::Grid& g, Options o) {
   const auto plan = runner::plan_slurm(g, o.slurm, queued);
   if (!plan.held.empty())
     std::cerr << g.experiment.name << ": " << plan.held.size() << " tasks left out (" << runner::compress_indices(plan.held)
-              << "): runs of theirs are queued or running in an earlier submission (see --status)\n";
+              << "): runs of theirs are running now or queued in an earlier submission (see --status)\n";
   if (plan.tasks.empty()) {
     if (plan.held.empty())
       std::cerr << g.experiment.name << " [" << g.experiment.profile << "]: all " << g.runs.size()

@@ -172,10 +172,17 @@ TEST_F(Runner, SlurmScriptsRunTheUnfinishedRunsOnly) {
             std::string::npos)
       << plan.report_script;
 
-  // Runs that an earlier submission still has queued hold their task back.
+  // Runs that an earlier submission still has queued hold their task back, as does a run that a
+  // process is running now.
   auto held = stiefel::runner::plan_slurm(grid, o, {{3, "PENDING"}});
   EXPECT_EQ(held.tasks, (std::vector<std::size_t>{1, 2}));
   EXPECT_EQ(held.held, (std::vector<std::size_t>{3}));
+  {
+    stiefel::io::FolderLock running(grid.run_dir(2));
+    held = stiefel::runner::plan_slurm(grid, o, {{3, "PENDING"}});
+    EXPECT_EQ(held.tasks, (std::vector<std::size_t>{1}));
+    EXPECT_EQ(held.held, (std::vector<std::size_t>{2, 3}));
+  }
 
   // Two tasks of two runs each: task 0 holds run 0 (finished) and run 2 (not), so both are submitted.
   o.array_tasks = 2;

@@ -151,9 +151,11 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
   for (std::size_t t = 0; t < p.task_count; ++t) {
     bool unfinished = false, held = false;
     for (const auto k : shard_runs(n, Shard{t + 1, p.task_count})) {
-      if (is_finished(run_status(g.run_dir(k)).state)) continue;
+      const RunState state = run_status(g.run_dir(k)).state;
+      if (is_finished(state)) continue;
       unfinished = true;
-      held = held || queued.count(k) > 0;
+      // Queued in an earlier submission, or running now (here or anywhere that holds its lock).
+      held = held || queued.count(k) > 0 || state == RunState::running;
     }
     if (held) p.held.push_back(t);
     else if (unfinished) p.tasks.push_back(t);
