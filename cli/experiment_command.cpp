@@ -81,7 +81,7 @@ int run_experiment(const Options& o) {
   const auto g = runner::load_grid(o.grid);
   if (o.status) {
     if (!fs::is_directory(g.out)) throw std::invalid_argument("--out " + o.grid.out + ": no such results folder");
-    runner::check_pinned(g);
+    runner::check_pinned(g, /*any_data=*/true);
     std::map<std::size_t, std::string> queued;
     try {
       queued = runner::queued_runs(g, o.slurm);

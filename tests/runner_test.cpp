@@ -140,6 +140,7 @@ TEST_F(Runner, PinningRefusesAnotherGridInTheSameFolder) {
   auto other = grid;
   other.request.data = "cifar10:/elsewhere";
   EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);
+  EXPECT_NO_THROW(stiefel::runner::check_pinned(other, /*any_data=*/true));  // --status reads it
   other = grid;
   other.experiment.runs.pop_back();
   EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);

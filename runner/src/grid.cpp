@@ -43,11 +43,12 @@ json pinned_grid(const Grid& g) {
 
 }  // namespace
 
-void check_pinned(const Grid& g) {
+void check_pinned(const Grid& g, bool any_data) {
   const auto meta_path = g.out / "experiment.json";
   if (!fs::exists(meta_path)) return;
   const auto old = reports::read_json_file(meta_path.string());
-  if (!old.is_object() || old.value("grid", json()) != pinned_grid(g) || old.value("data", "") != g.request.data)
+  if (!old.is_object() || old.value("grid", json()) != pinned_grid(g) ||
+      (!any_data && old.value("data", "") != g.request.data))
     throw std::invalid_argument("--out " + g.request.out + ": holds a different grid or --data (" +
                                 (old.is_object() ? old.value("experiment", "?") : "?") + ", profile " +
                                 (old.is_object() ? old.value("profile", "?") : "?") + "); use another folder");

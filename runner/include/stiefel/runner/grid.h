@@ -39,9 +39,10 @@ std::string definition_path(const std::string& name, const std::string& definiti
 // Loads and resolves the grid; throws reports::ExperimentError naming the file and the field.
 Grid load_grid(const GridRequest& request);
 
-// Checks that OUT/experiment.json, when there, describes the same grid and --data; throws
+// Checks that OUT/experiment.json, when there, describes the same grid and (unless `any_data`, as
+// for --status, which reads the folder whatever data it was run on) the same --data; throws
 // std::invalid_argument naming --out when it does not.
-void check_pinned(const Grid& grid);
+void check_pinned(const Grid& grid, bool any_data = false);
 // check_pinned, then writes OUT/experiment.json when there is none.
 void pin_grid(const Grid& grid);
 
