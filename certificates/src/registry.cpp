@@ -29,6 +29,16 @@ Claim base(std::string id, std::string source, std::string kind, std::string sta
   return c;
 }
 
+// A frame shape and lambda = 10^[-12,12] in Case::x (the Prop. 8 claims).
+rc::Gen<Case> frame_and_decay() {
+  return rc::gen::exec([] {
+    Case k;
+    gen::draw_frame_shape(k, {});
+    k.x = gen::real(-12, 12, 240);
+    return k;
+  });
+}
+
 // eta*lambda below 1 (10^[-6,0): every run of the paper), above 1 (10^(0,0.6]), or either (0).
 rc::Gen<Case> decay_gen_regime(int regime) {
   return rc::gen::exec([regime] {
@@ -522,14 +532,7 @@ std::vector<Claim> build() {
     c.analysis = "lambda W = W (lambda I) lies in the normal space {WS}. On an orthonormal W this "
                  "holds by construction; prop8-decay-on-drifted-frame certifies what remains of the decay "
                  "off the manifold, with its constant.";
-    c.generator_fn = [] {
-      return rc::gen::exec([] {
-        Case k;
-        gen::draw_frame_shape(k, {});
-        k.x = gen::real(-12, 12, 240);
-        return k;
-      });
-    };
+    c.generator_fn = frame_and_decay;
     STIEFEL_CHECKS(c, decay_annihilated);
     c.controls = {{"drifted-frame", "a frame scaled by 3/2 off the manifold", 1}};
     v.push_back(c);
@@ -545,14 +548,7 @@ std::vector<Claim> build() {
                  "factor d";
     c.analysis = "W^T(lambda W) is symmetric, so Pi_W(lambda W) = lambda (W - W W^T W) = lambda U "
                  "diag(sigma (1 - sigma^2)) V^T.";
-    c.generator_fn = [] {
-      return rc::gen::exec([] {
-        Case k;
-        gen::draw_frame_shape(k, {});
-        k.x = gen::real(-12, 12, 240);
-        return k;
-      });
-    };
+    c.generator_fn = frame_and_decay;
     STIEFEL_CHECKS(c, decay_drifted);
     c.controls = {{"retracted-projector", "the projector of polar(W) applied to the drifted frame's "
                                           "decay (it misses the residual decay gradient)", 1}};

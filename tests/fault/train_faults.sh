@@ -51,49 +51,33 @@ PY
 done
 echo "a SIGKILL before any of the 6 renames resumes to the uninterrupted result, no temporaries left"
 
-# 2. A full disk while writing the record, then the checkpoint: exit non-zero naming the file, the
-#    files on disk are exactly the ones before, no temporary left; a later resume completes.
-for target in run.json checkpoint.pt; do
-  dir="$work/enospc-$target"
+# 2. A write fault on the record, then on the checkpoint: a full disk (ENOSPC on write), and a lost
+#    write reported at fsync, then at close (EIO). Each: exit non-zero with one line naming the file
+#    and why, the files on disk exactly the ones before, no temporary left; a later resume completes.
+write_fault_loses_nothing() {  # VARIABLE TARGET WHY-PATTERN
+  local variable=$1 target=$2 why=$3 dir="$work/fault-$1-$2" rc
   set +e
   STIEFEL_FAULT_KILL_AT_RENAME=3 LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" 2>/dev/null
   set -e
   before=$(cd "$dir" && sha256sum run.json checkpoint.pt)
   set +e
-  STIEFEL_FAULT_ENOSPC="$target.tmp" LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err"; rc=$?
+  env "$variable=$target.tmp" LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err"; rc=$?
   set -e
-  [ "$rc" -ne 0 ] || fail "ENOSPC on $target: exit 0"
-  grep -q "$target" "$dir.err" || fail "ENOSPC on $target: message does not name the file: $(cat "$dir.err")"
-  grep -qi "no space left" "$dir.err" || fail "ENOSPC on $target: message does not say why: $(cat "$dir.err")"
-  [ "$(wc -l < "$dir.err")" -eq 1 ] || fail "ENOSPC on $target: expected one line, got: $(cat "$dir.err")"
-  [ "$before" = "$(cd "$dir" && sha256sum run.json checkpoint.pt)" ] || fail "ENOSPC on $target changed the files"
+  [ "$rc" -ne 0 ] || fail "$variable on $target: exit 0"
+  grep -q "$target" "$dir.err" || fail "$variable on $target: message does not name the file: $(cat "$dir.err")"
+  grep -qi "$why" "$dir.err" || fail "$variable on $target: message does not say why: $(cat "$dir.err")"
+  [ "$(wc -l < "$dir.err")" -eq 1 ] || fail "$variable on $target: expected one line, got: $(cat "$dir.err")"
+  [ "$before" = "$(cd "$dir" && sha256sum run.json checkpoint.pt)" ] || fail "$variable on $target changed the files"
   no_temporaries "$dir"
   "$stiefel" "${args[@]}" --out "$dir" --resume
   same_as_straight "$dir"
+}
+for target in run.json checkpoint.pt; do
+  write_fault_loses_nothing STIEFEL_FAULT_ENOSPC "$target" "no space left"
+  write_fault_loses_nothing STIEFEL_FAULT_EIO_FSYNC "$target" "fsync of .*input/output error"
+  write_fault_loses_nothing STIEFEL_FAULT_EIO_CLOSE "$target" "close of .*input/output error"
 done
-echo "a full disk on the record or the checkpoint loses nothing and says which file"
-
-# 2b. The disk reports a lost write at fsync, then at close (EIO), for the record and the checkpoint:
-#     the same outcome as a full disk.
-for fault in FSYNC CLOSE; do
-  for target in run.json checkpoint.pt; do
-    dir="$work/eio-$fault-$target"
-    set +e
-    STIEFEL_FAULT_KILL_AT_RENAME=3 LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" 2>/dev/null
-    set -e
-    before=$(cd "$dir" && sha256sum run.json checkpoint.pt)
-    set +e
-    env "STIEFEL_FAULT_EIO_$fault=$target.tmp" LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir" --resume 2> "$dir.err"; rc=$?
-    set -e
-    [ "$rc" -ne 0 ] || fail "EIO at $fault of $target: exit 0"
-    grep -q "$target" "$dir.err" || fail "EIO at $fault of $target: message does not name the file: $(cat "$dir.err")"
-    grep -qi "${fault,,} of .*input/output error" "$dir.err" || fail "EIO at $fault of $target: message does not say why: $(cat "$dir.err")"
-    [ "$(wc -l < "$dir.err")" -eq 1 ] || fail "EIO at $fault of $target: expected one line, got: $(cat "$dir.err")"
-    [ "$before" = "$(cd "$dir" && sha256sum run.json checkpoint.pt)" ] || fail "EIO at $fault of $target changed the files"
-    no_temporaries "$dir"
-  done
-done
-echo "a lost write reported at fsync or at close loses nothing and says which file"
+echo "a full disk, or a lost write reported at fsync or at close, on the record or the checkpoint loses nothing and says which file"
 
 # 3. A bit flip in the checkpoint: refused (SHA-256 against the record), files untouched.
 dir="$work/flip"
