@@ -49,13 +49,13 @@ inline rc::Gen<Case> attention(int min_r) {
   });
 }
 
-// Gradient sequences: d ≥ 2, a persistent direction of weight corr ∈ [0, 1], T = 10^[0, 3.5] steps (1 … 3162), seven magnitude profiles, base scale
+// Gradient sequences: d ≥ 2, a persistent direction of weight corr ∈ [0, 1], T = 10^[0, 3] steps (1 … 1000), seven magnitude profiles, base scale
 // 10^[−30, 30], rates 10^[−3, 1] (cap inactive and active), ε = 0 or 10^[−12, −2].
 inline void draw_sequence(Case& c, int max_d) {
   c.d = *rc::gen::inRange(2, max_d + 1);  // St(1,1) = {±1} has no tangent directions
   c.r = *rc::gen::inRange(1, c.d + 1);
   c.heads = *rc::gen::inRange(1, 3);
-  c.steps = int(std::lround(std::pow(10.0, real(0.0, 3.5, 35))));
+  c.steps = int(std::lround(std::pow(10.0, real(0.0, 3.0, 30))));
   c.profile = *rc::gen::inRange(0, 7);
   c.log10_scale = real(-30, 30, 60);
   c.log10_lr = real(-3, 1, 40);

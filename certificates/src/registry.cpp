@@ -262,7 +262,7 @@ std::vector<Claim> build() {
     Claim c = base("prop3ii-adam-scale-free", "Prop. 3(ii), §5.3", "invariance",
                    "With one scalar second moment per frame and eps = 0, scaling every gradient "
                    "by c > 0 leaves every iterate of the Riemannian Adam unchanged.");
-    c.generator = "gradient sequences: d in [2,8], r in [1,d], H in [1,2], T = 1..3162 steps, "
+    c.generator = "gradient sequences: d in [2,8], r in [1,d], H in [1,2], T = 1..1000 steps, "
                   "profiles constant/decaying/growing/spikes/alternating/drop/rise, a persistent "
                   "direction of weight corr in [0,1] plus fresh noise, base scale "
                   "10^[-30,30], c = 2^k with |k| in [4,66] (a power of two scales every floating-"
@@ -364,14 +364,14 @@ std::vector<Claim> build() {
     Claim c = base("s53-corrected-bound-tight", "§5.3 (corrected bound is attained)", "identity",
                    "The constant C_t is the tightest possible: one tangent direction with "
                    "magnitudes proportional to (b1/b2)^(T-s) gives ||m_hat_T|| = C_T sqrt(v_hat_T).");
-    c.generator = "d in [2,24] ((d,r) != (1,1)), r in [1,d], T = 10^[0.3,3.5] steps (T >= 2: C_1 = 1 "
+    c.generator = "d in [2,12] ((d,r) != (1,1)), r in [1,d], T = 10^[0.3,3.5] steps (T >= 2: C_1 = 1 "
                   "is attained by every sequence), frame held fixed (eta_R = 0)";
     c.residual = "| ||m_hat_T|| / sqrt(v_hat_T) - C_T | / C_T; factor d*T";
     c.analysis = "Equality in Cauchy-Schwarz.";
     c.generator_fn = [] {
       return rc::gen::exec([] {
         Case k;
-        gen::draw_frame_shape(k, {.not_one_by_one = true});
+        gen::draw_frame_shape(k, {.max_d = 12, .not_one_by_one = true});
         k.steps = int(std::lround(std::pow(10.0, gen::real(0.31, 3.5, 32))));
         return k;
       });
@@ -385,7 +385,7 @@ std::vector<Claim> build() {
     Claim c = base("remark5-gradient-proportional", "Remark 5, §5.3", "inequality",
                    "When ||xi_t||_F << eps the step becomes proportional to the gradient: "
                    "eta_t -> -eta_R Pi(m_hat_t) / eps.");
-    c.generator = "gradient sequences (d in [2,8], T up to 3162, all profiles) with every "
+    c.generator = "gradient sequences (d in [2,8], T up to 1000, all profiles) with every "
                   "||G_t||_F <= delta eps, delta = 10^[-12,-2], eps = 10^[-8,0], eta_R = 10^[-3,0]";
     c.residual = "max over steps and heads of ||eta_t - eta_lin|| / ||eta_lin|| - min(delta, "
                  "delta_t), positive part, eta_lin = -eta_R Pi(m_hat_t)/eps, delta_t = max_{s<=t} "
@@ -448,10 +448,10 @@ std::vector<Claim> build() {
   auto equivariance_gen = [] {
     return rc::gen::exec([] {
       Case k;
-      k.d = *rc::gen::inRange(2, 25);
+      k.d = *rc::gen::inRange(2, 13);
       k.r = *rc::gen::inRange(1, k.d + 1);
       k.heads = *rc::gen::inRange(1, 4);
-      k.steps = *rc::gen::inRange(1, 61);
+      k.steps = *rc::gen::inRange(1, 31);
       k.log10_lr = gen::real(-3, 0, 30);
       k.eps_zero = *rc::gen::arbitrary<bool>();
       k.log10_eps = gen::real(-12, -4, 8);
@@ -461,8 +461,8 @@ std::vector<Claim> build() {
   };
   const char* const equivariance_generator =
       "f(W) = -sum_h tr(W_h^T A W_h N), A symmetric Gaussian, N = diag(1..r)/r (Brockett's cost: "
-      "unlike N = I it is not constant on O(d) when r = d); d in [2,24] (O(1) = {+-1} commutes with "
-      "every entrywise rule), r in [1,d], H in [1,3], T in [1,60] steps, eta = 10^[-3,0], eps = 0 "
+      "unlike N = I it is not constant on O(d) when r = d); d in [2,12] (O(1) = {+-1} commutes with "
+      "every entrywise rule), r in [1,d], H in [1,3], T in [1,30] steps, eta = 10^[-3,0], eps = 0 "
       "or 10^[-12,-4], Q Haar on O(d)";
   const char* const equivariance_note = "; polar retraction by the Gram route (equal to the SVD route)";
   const char* const equivariance_residual =
@@ -486,7 +486,6 @@ std::vector<Claim> build() {
     STIEFEL_CHECKS(c, equivariance_scalar);
     c.cost = 10;
     c.figures_double = &figures_table9<double>;
-    c.figures_mp50 = &figures_table9<mp50>;
     v.push_back(c);
   }
   {  // 10b
@@ -534,7 +533,7 @@ std::vector<Claim> build() {
                  "off the manifold, with its constant.";
     c.generator_fn = frame_and_decay;
     STIEFEL_CHECKS(c, decay_annihilated);
-    c.controls = {{"drifted-frame", "a frame scaled by 3/2 off the manifold", 1}};
+    c.controls = {{"drifted-frame", "a frame scaled by 1 + 1e-6, off the manifold by 1e-6", 1}};
     v.push_back(c);
   }
   {  // 11c
@@ -685,7 +684,7 @@ std::vector<Claim> build() {
     Claim c = base("s2-retraction-second-order", "§2, §3.2", "order",
                    "The polar retraction agrees with the Riemannian exponential to second order: "
                    "||polar(W + t xi) - Exp_W(t xi)|| = O(t^3).");
-    c.generator = "d in [2,24] ((d,r) != (1,1)), r in [1,d], unit tangent xi, t = 1e-2 / 2^k, k = 0..8";
+    c.generator = "d in [2,12] ((d,r) != (1,1)), r in [1,d], unit tangent xi, t = 1e-2 / 2^k, k = 0..8";
     c.residual = "least-squares log-log slope of the remainder against t, over every t whose "
                  "remainder exceeds the rounding floor 1e4 u d";
     c.factor = "ratio = max(0, 3 - slope) (a larger slope is still third order); pass at <= 0.3; "
@@ -693,7 +692,7 @@ std::vector<Claim> build() {
     c.tolerance = 0.3;
     c.control_margin = 2;
     c.analysis = "Projective retractions are second order (Absil & Malick 2012).";
-    c.generator_fn = [] { return gen::frame({.not_one_by_one = true}); };
+    c.generator_fn = [] { return gen::frame({.max_d = 12, .not_one_by_one = true}); };
     STIEFEL_CHECKS(c, retraction_order);
     c.cost = 3;
     c.controls = {{"no-retraction", "W + t xi without the retraction (first order)", 1}};
@@ -754,7 +753,78 @@ std::vector<Claim> build() {
     c.analysis = "W = W I is its own polar decomposition.";
     c.generator_fn = [] { return gen::frame({}); };
     STIEFEL_CHECKS(c, frozen_fixes_frame);
-    c.controls = {{"off-manifold-frame", "W (I + S/10), S symmetric, off the manifold", 1}};
+    c.controls = {{"off-manifold-frame", "W (I + 1e-6 S), S symmetric, 1e-6 off the manifold", 1}};
+    v.push_back(c);
+  }
+  const char* const update_controls_note =
+      " Controls are bugs an implementation makes, each a near miss: a normal component of "
+      "1e-6 ||eta|| left in the step, the first moment not re-projected at the new frame, the polar "
+      "factor's second-order expansion, and the cap applied to the [H,d,r] tensor as a whole.";
+  {  // implemented update
+    Claim c = base("update-step-tangent-every-rule", "§3.2, §4.3 (the update every frame arm runs)", "identity",
+                   "For every frame rule the training core offers (B2, B2-mean, per-column, "
+                   "Grassmann, B2m, B2m-can, PA16's Riemannian SGD, Stiefel SGD, frozen), step after "
+                   "step of a gradient sequence: the step is tangent at W_t (horizontal for the "
+                   "Grassmann rules), the stored first moment is tangent at W_(t+1) after "
+                   "re-projection, W_(t+1) is on St(d,r), and each head's step norm is "
+                   "min(||Pi(eta m_hat / (sqrt(v_hat) + eps))||, tau sqrt(r)) (no cap for B2m, B2m-can).");
+    c.generator = "d in [2,6], r in [1,d], H in [2,3] (the cap is per head), T in [1,10] steps of "
+                  "gradients sqrt(corr) D + sqrt(1-corr) N_t with the sequence claims' seven magnitude "
+                  "profiles and base scale 10^[-6,6]; peak rate 10^[-0.5,0.5] under a constant or a "
+                  "warm-up-then-cosine schedule (the training core's: rates from peak/W up to the peak "
+                  "and down to exactly 0), eps = 0 or 10^[-16,-8] (below the gradients: where eps "
+                  "dominates, the step is eps-limited and no bug of the step is visible)";
+    c.residual = "the worst over rules, steps and heads of four ratios: ||sym(W^T eta)|| (||W^T eta|| for "
+                 "the Grassmann rules) over the step's unprojected scale ||eta q|| min(1, tau sqrt(r) / "
+                 "||Pi(eta q)||); the moment's normal part at W_(t+1) over ||m||; max|W^T W - I|; and "
+                 "| ||eta_h|| - min(||Pi(eta q)||, tau sqrt(r)) | over the step's scale; factor d*r";
+    c.analysis = "Every step re-projects, the polar factor is on St(d,r) to rounding, and the cap "
+                 "rescales each head separately; exact up to rounding." + std::string(update_controls_note);
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        k.d = *rc::gen::inRange(2, 7);
+        k.r = *rc::gen::inRange(1, k.d + 1);
+        k.heads = *rc::gen::inRange(2, 4);
+        k.steps = *rc::gen::inRange(1, 11);
+        k.profile = *rc::gen::inRange(0, 7);
+        k.log10_scale = gen::real(-6, 6, 24);
+        k.log10_lr = gen::real(-0.5, 0.5, 10);
+        k.eps_zero = *rc::gen::arbitrary<bool>();
+        k.log10_eps = gen::real(-16, -8, 8);
+        const double x = gen::real(0, 1, 10);
+        k.corr = 1 - x * x;
+        k.x = *rc::gen::inRange(0, 2);  // schedule: 0 constant, 1 warm-up then cosine
+        k.seed = *rc::gen::arbitrary<std::uint64_t>();
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, update_invariants);
+    c.cost = 6;
+    c.controls = {{"normal-component-left", "a normal component 1e-6 ||eta|| W / sqrt(r) left in every step", 1},
+                  {"moment-not-reprojected", "the stored first moment not re-projected at W_(t+1)", 2},
+                  {"second-order-polar", "(W + eta)(I - eta^T eta / 2) in place of the polar factor", 3},
+                  {"cap-whole-tensor", "the cap tau sqrt(r) applied to the [H,d,r] step as a whole", 4}};
+    v.push_back(c);
+  }
+  {  // implemented update, long runs
+    Claim c = base("update-long-run-isometry", "§3.2, §4.1 (isometry error over training)", "identity",
+                   "Over long runs every frame rule keeps its frames on St(d,r): the isometry error "
+                   "max|W_t^T W_t - I| stays at rounding level for 10^4 steps, without growth.");
+    c.generator = "one deterministic run per rule: float64, d = 32, r = 8, 10^4 steps; 50 digits, "
+                  "d = 8, r = 3, 200 steps (a 50-digit run of 10^4 steps costs minutes); one head, "
+                  "correlated Gaussian gradients, warm-up and cosine schedule, peak rate 0.05. The "
+                  "figures give the running maximum at t = 1, 10, ..., 10^4 and its growth exponent "
+                  "for every rule in float32 and for B2 in float64; the control runs B2 only";
+    c.residual = "the running maximum of max|W_t^T W_t - I| at the last step, worst rule; factor d*r";
+    c.analysis = "The polar factor is recomputed every step, so the error does not accumulate: it is "
+                 "that of one polar factor, O(u), at every t.";
+    c.randomised = false;
+    c.generator_fn = [] { return rc::gen::just(Case{}); };
+    STIEFEL_CHECKS(c, update_long_run);
+    c.cost = 8;
+    c.figures_double = &figures_long_run<double>;
+    c.controls = {{"second-order-polar", "(W + eta)(I - eta^T eta / 2) in place of the polar factor", 3}};
     v.push_back(c);
   }
   return v;

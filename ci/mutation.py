@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""Mutation run of the certificate suite.
+
+Builds `stiefel certify` from a copy of the source tree with one seeded mutant of core/ at a time
+(each a bug an implementation of the paper's update plausibly makes), runs the full certificate,
+and records whether it fails (the mutant is killed) and which claims fail. The unmutated tree must
+certify first. Writes the mutation score to reports/mutation.json and reports/mutation.md.
+
+Usage:
+  ci/mutation.py [--work DIR] [--only ID[,ID...]] [--cases N] [--precision P] [--jobs J]
+  ci/mutation.py --check        # every mutant applies to exactly one place of the current tree
+  ci/mutation.py --list
+
+Exit status: 0 when every mutant is killed (or --check passes), 1 when a mutant survives, 2 on a
+usage error or when the unmutated tree does not certify.
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+# id, file under the source root, the exact text replaced (it must occur once), its replacement,
+# and what the bug is.
+MUTANTS = [
+    ("projector-without-sym", "core/stiefel/tangent_projection.h",
+     "return g - w * sym(w.transpose() * g);", "return g - w * (w.transpose() * g);",
+     "the tangent projector W sym(W^T G) replaced by W W^T G"),
+    ("gauge-sym-for-skew", "core/stiefel/tangent_projection.h",
+     "return w * skew(w.transpose() * g);", "return w * sym(w.transpose() * g);",
+     "the gauge component W skew(W^T G) computed with sym"),
+    ("canonical-untransposed", "core/stiefel/tangent_projection.h",
+     "return g - w * (g.transpose() * w);", "return g - w * (w.transpose() * g);",
+     "the canonical gradient G - W G^T W computed with W^T G"),
+    ("eps-inside-sqrt", "core/stiefel/riemannian_adam.h",
+     "const Scalar denom = sqrt(v) + eps;", "const Scalar denom = sqrt(v + eps);",
+     "Adam's eps inside the square root"),
+    ("first-bias-correction-omitted", "core/stiefel/riemannian_adam.h",
+     "const Matrix<Scalar> m_hat = m / bias1;", "const Matrix<Scalar> m_hat = m;",
+     "the first moment's bias correction omitted"),
+    ("second-bias-correction-omitted", "core/stiefel/riemannian_adam.h",
+     "const Matrix<Scalar> v_hat = v / bias2;", "const Matrix<Scalar> v_hat = v;",
+     "the second moment's bias correction omitted"),
+    ("second-moment-wrong-beta2", "core/stiefel/riemannian_adam.h",
+     "const Scalar c = Scalar(1) - beta2;", "const Scalar c = Scalar(1) - beta2 * beta2;",
+     "the second moment accumulated with weight 1 - beta2^2 in place of 1 - beta2"),
+    ("mean-moment-over-rows", "core/stiefel/riemannian_adam.h",
+     "(xi.squaredNorm() / Scalar(xi.rows() * xi.cols()))", "(xi.squaredNorm() / Scalar(xi.rows()))",
+     "B2-mean's v_h averaged over d entries in place of d*r"),
+    ("normal-component-left", "core/stiefel/riemannian_adam.h",
+     "    bool capped = false;\n",
+     "    eta += Scalar(1e-6) * eta.norm() * w / sqrt(Scalar(w.cols()));\n    bool capped = false;\n",
+     "a normal component of 1e-6 ||eta|| left in the step"),
+    ("cap-over-all-heads", "core/stiefel/riemannian_adam.h",
+     "const Scalar cap = *hyper.cap_tau * sqrt(Scalar(w.cols()));",
+     "const Scalar cap = *hyper.cap_tau * sqrt(Scalar(w.cols() * Index(frames.size())));",
+     "the cap tau sqrt(r) taken over the [H,d,r] tensor's H*r columns"),
+    ("moment-not-reprojected", "core/stiefel/riemannian_adam.h",
+     "out.state.m[h] = reproject(hyper.map, out.frames[h], out.state.m[h]);", "(void)0;",
+     "the stored first moment not re-projected at the new frame"),
+    ("polar-wrong-side", "core/stiefel/retraction.h",
+     "return svd.matrixU() * svd.matrixV().transpose();", "return svd.matrixU() * svd.matrixV();",
+     "the polar factor U V (V untransposed) in place of U V^T"),
+    ("gram-inverse-not-sqrt", "core/stiefel/retraction.h",
+     "inv_sqrt(i) = Scalar(1) / sqrt(lambda(i));", "inv_sqrt(i) = Scalar(1) / lambda(i);",
+     "the polar retraction's (I + eta^T eta)^(-1/2) computed as (I + eta^T eta)^(-1)"),
+    ("sgd-unprojected", "core/stiefel/riemannian_sgd.h",
+     "return -hyper.lr * apply_tangent_map(hyper.map, w, g);", "return -hyper.lr * g;",
+     "Riemannian SGD stepping along the Euclidean gradient"),
+    ("frozen-moves", "core/stiefel/riemannian_sgd.h",
+     "h.lr = Scalar(0);", "h.lr = Scalar(1) / Scalar(1000000);",
+     "the frozen arm with a rate of 1e-6 in place of 0"),
+    ("attention-ds-untransposed", "core/stiefel/attention_score.h",
+     "(ds.transpose() * xq)", "(ds * xq)",
+     "dS untransposed in the key gradient G_K"),
+    ("attention-scale-missing-in-gq", "core/stiefel/attention_score.h",
+     "out.grad_q.push_back(scale * x.transpose() * (ds * xk));",
+     "out.grad_q.push_back(x.transpose() * (ds * xk));",
+     "the 1/sqrt(r) score scale missing from G_Q"),
+    ("exponential-truncated", "core/stiefel/exponential.h",
+     "<= eps * sum.cwiseAbs().maxCoeff() / Scalar(16)", "<= Scalar(1e-10) * sum.cwiseAbs().maxCoeff()",
+     "the matrix exponential's series truncated at 1e-10"),
+]
+
+
+def fail(msg, code=2):
+    print(f"ci/mutation.py: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def apply(text, mutant):
+    mid, path, find, repl, _ = mutant
+    n = text.count(find)
+    if n != 1:
+        raise ValueError(f"mutant {mid}: the text it replaces occurs {n} times in {path} (must be once)")
+    return text.replace(find, repl)
+
+
+def write_atomically(path, content):
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=os.path.basename(path) + ".tmp.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def check(source):
+    bad = 0
+    for m in MUTANTS:
+        path = os.path.join(source, m[1])
+        try:
+            with open(path) as f:
+                apply(f.read(), m)
+        except (OSError, ValueError) as e:
+            print(e, file=sys.stderr)
+            bad += 1
+    ids = [m[0] for m in MUTANTS]
+    if len(set(ids)) != len(ids):
+        print("mutant ids are not unique", file=sys.stderr)
+        bad += 1
+    print(f"{len(MUTANTS) - bad} of {len(MUTANTS)} mutants apply to exactly one place")
+    return 0 if bad == 0 else 1
+
+
+def run(cmd, log, timeout=None, cwd=None):
+    with open(log, "a") as f:
+        f.write("$ " + " ".join(cmd) + "\n")
+        f.flush()
+        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout, cwd=cwd).returncode
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    root = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    ap.add_argument("--source", default=root, help="source tree (default: this repository)")
+    ap.add_argument("--work", default=None, help="work folder (default: SOURCE/build/mutation)")
+    ap.add_argument("--report", default=None, help="report stem (default: SOURCE/reports/mutation)")
+    ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--cases", type=int, default=None, help="cases per claim passed to certify")
+    ap.add_argument("--precision", choices=["double", "mp50", "both"], default=None)
+    ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--check", action="store_true", help="only check that every mutant applies")
+    ap.add_argument("--list", action="store_true")
+    a = ap.parse_args()
+    if not a.source or not os.path.isfile(os.path.join(a.source, "CMakeLists.txt")):
+        fail(f"--source {a.source!r}: not a stiefel source tree (no CMakeLists.txt)")
+    if a.list:
+        for m in MUTANTS:
+            print(f"{m[0]:32s} {m[1]:36s} {m[4]}")
+        return 0
+    if a.check:
+        return check(a.source)
+    if a.cases is not None and a.cases < 1:
+        fail(f"--cases {a.cases}: must be at least 1")
+    selected = MUTANTS
+    if a.only:
+        want = a.only.split(",")
+        unknown = [w for w in want if w not in {m[0] for m in MUTANTS}]
+        if unknown:
+            fail(f"--only: unknown mutant id(s) {', '.join(unknown)} (see --list)")
+        selected = [m for m in MUTANTS if m[0] in want]
+    if check(a.source) != 0:
+        fail("a mutant does not apply to the current tree; update MUTANTS")
+
+    work = os.path.abspath(a.work or os.path.join(a.source, "build", "mutation"))
+    src, bld, logs = (os.path.join(work, x) for x in ("src", "build", "logs"))
+    os.makedirs(logs, exist_ok=True)
+    # A copy of the tree (tracked and untracked, not ignored files; results/ left out).
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=a.source,
+                           capture_output=True, check=True).stdout.split(b"\0")
+    for f in files:
+        f = f.decode()
+        if not f or f.startswith("results/") or not os.path.isfile(os.path.join(a.source, f)):
+            continue
+        dst = os.path.join(src, f)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if not os.path.exists(dst) or open(os.path.join(a.source, f), "rb").read() != open(dst, "rb").read():
+            shutil.copy2(os.path.join(a.source, f), dst)
+    build_log = os.path.join(logs, "build.log")
+    if run(["cmake", "-S", src, "-B", bld, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+            "-DSTIEFEL_WITH_TORCH=OFF", "-DSTIEFEL_BUILD_TESTS=OFF"], build_log) != 0:
+        fail(f"configuring the mutation build failed; see {build_log}")
+
+    certify_args = []
+    if a.cases is not None:
+        certify_args += ["--cases", str(a.cases)]
+    if a.precision:
+        certify_args += ["--precision", a.precision]
+    if a.jobs is not None:
+        certify_args += ["--jobs", str(a.jobs)]
+
+    def build_and_certify(tag):
+        t0 = time.monotonic()
+        if run(["cmake", "--build", bld, "--target", "stiefel"], build_log) != 0:
+            return {"status": "build-failed", "build_seconds": time.monotonic() - t0}
+        t1 = time.monotonic()
+        cert = os.path.join(work, "certificates", tag + ".json")
+        os.makedirs(os.path.dirname(cert), exist_ok=True)
+        if os.path.exists(cert):
+            os.unlink(cert)
+        log = os.path.join(logs, tag + ".log")
+        if os.path.exists(log):
+            os.unlink(log)
+        try:
+            rc = run([os.path.join(bld, "stiefel"), "certify", "--out", cert] + certify_args, log, timeout=3600)
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        t2 = time.monotonic()
+        out = {"build_seconds": round(t1 - t0, 1), "certify_seconds": round(t2 - t1, 1), "exit_code": rc}
+        failing = []
+        if os.path.exists(cert):
+            with open(cert) as f:
+                c = json.load(f)
+            for k in c["claims"]:
+                if not k["meets_expectation"]:
+                    failing.append({"claim": k["id"], "observed": k["observed"], "expected": k["expected"]})
+        out["failing_claims"] = failing
+        out["status"] = ("killed" if rc == 1 and failing else "survived" if rc == 0
+                         else "crashed" if isinstance(rc, int) and rc not in (0, 1, 2) else "error")
+        return out
+
+    print("baseline (unmutated tree) ...", flush=True)
+    base = build_and_certify("baseline")
+    if base["status"] != "survived":
+        fail(f"the unmutated tree does not certify ({base['status']}); see {logs}")
+    print(f"  certifies: build {base['build_seconds']} s, certify {base['certify_seconds']} s", flush=True)
+
+    rows = []
+    for m in selected:
+        mid, rel, _, _, what = m
+        path = os.path.join(src, rel)
+        with open(path) as f:
+            original = f.read()
+        try:
+            with open(path, "w") as f:
+                f.write(apply(original, m))
+            print(f"{mid} ...", flush=True)
+            r = build_and_certify(mid)
+        finally:
+            with open(path, "w") as f:
+                f.write(original)
+        r.update({"id": mid, "file": rel, "bug": what})
+        names = ", ".join(x["claim"] for x in r.get("failing_claims", []))
+        print(f"  {r['status']}: {names or '-'}", flush=True)
+        rows.append(r)
+
+    # A crash (exit status other than 0, 1, 2) also fails the certificate: it counts as killed.
+    killed = sum(r["status"] in ("killed", "crashed") for r in rows)
+    report = {
+        "generated_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": "ci/mutation.py " + " ".join(sys.argv[1:]),
+        "certify_options": certify_args or ["(defaults)"],
+        "baseline": base,
+        "mutants": rows,
+        "score": {"killed": killed, "total": len(rows),
+                  "percent": round(100.0 * killed / len(rows), 1) if rows else None},
+    }
+    stem = os.path.abspath(a.report or os.path.join(a.source, "reports", "mutation"))
+    write_atomically(stem + ".json", json.dumps(report, indent=2) + "\n")
+    lines = ["# Mutation run of the certificate suite", "",
+             f"Generated {report['generated_utc']} by `{report['command']}`; `stiefel certify` options: "
+             f"{' '.join(report['certify_options'])}.",
+             "Each mutant is one seeded bug in `core/`; the tree is rebuilt with it and the whole "
+             "certificate is run. A mutant is killed when `stiefel certify` fails (exit 1).", "",
+             f"**Mutation score: {killed} of {len(rows)} killed"
+             + (f" ({report['score']['percent']}%)" if rows else "") + ".**", "",
+             f"Unmutated tree: certifies (build {base['build_seconds']} s, certify {base['certify_seconds']} s).", "",
+             "| mutant | file | bug | status | claims that fail | certify s |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        names = ", ".join(f"`{x['claim']}`" for x in r.get("failing_claims", [])) or "–"
+        lines.append(f"| `{r['id']}` | `{r['file']}` | {r['bug']} | {r['status']} | {names} | "
+                     f"{r.get('certify_seconds', '–')} |")
+    write_atomically(stem + ".md", "\n".join(lines) + "\n")
+    print(f"mutation score {killed}/{len(rows)}; report {stem}.md")
+    return 0 if killed == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
