@@ -7,7 +7,7 @@ and records whether it fails (the mutant is killed) and which claims fail. The u
 certify first. Writes the mutation score to reports/mutation.json and reports/mutation.md.
 
 Usage:
-  ci/mutation.py [--work DIR] [--only ID[,ID...]] [--cases N] [--precision P] [--jobs J]
+  ci/mutation.py [--work DIR] [--only ID[,ID...]] [--cases N] [--precision P] [--jobs J] [--resume]
   ci/mutation.py --check        # every mutant applies to exactly one place of the current tree
   ci/mutation.py --list
 
@@ -16,6 +16,7 @@ usage error or when the unmutated tree does not certify.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -152,6 +153,8 @@ def main():
     ap.add_argument("--precision", choices=["double", "mp50", "both"], default=None)
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--check", action="store_true", help="only check that every mutant applies")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the mutants the report already holds for the same tree and options")
     ap.add_argument("--list", action="store_true")
     a = ap.parse_args()
     if not a.source or not os.path.isfile(os.path.join(a.source, "CMakeLists.txt")):
@@ -231,14 +234,37 @@ def main():
                          else "crashed" if isinstance(rc, int) and rc not in (0, 1, 2) else "error")
         return out
 
-    print("baseline (unmutated tree) ...", flush=True)
-    base = build_and_certify("baseline")
-    if base["status"] != "survived":
-        fail(f"the unmutated tree does not certify ({base['status']}); see {logs}")
-    print(f"  certifies: build {base['build_seconds']} s, certify {base['certify_seconds']} s", flush=True)
+    # What the certificate is built from: a report holds results for this digest only.
+    h = hashlib.sha256()
+    for f in sorted(files):
+        f = f.decode()
+        if f.startswith(("core/", "certificates/", "properties/", "cli/")) and os.path.isfile(os.path.join(src, f)):
+            h.update(f.encode() + b"\0" + open(os.path.join(src, f), "rb").read())
+    digest = h.hexdigest()
+    stem = os.path.abspath(a.report or os.path.join(a.source, "reports", "mutation"))
+    previous = {}
+    base = None
+    if a.resume and os.path.exists(stem + ".json"):
+        with open(stem + ".json") as f:
+            old = json.load(f)
+        if old.get("tree_digest") == digest and old.get("certify_options") == (certify_args or ["(defaults)"]):
+            previous = {r["id"]: r for r in old["mutants"]}
+            base = old["baseline"]
+            print(f"resuming: {len(previous)} mutant(s) already run on this tree", flush=True)
+        else:
+            print("resume: the report is of another tree or other options; starting afresh", flush=True)
 
-    rows = []
+    if base is None:
+        print("baseline (unmutated tree) ...", flush=True)
+        base = build_and_certify("baseline")
+        if base["status"] != "survived":
+            fail(f"the unmutated tree does not certify ({base['status']}); see {logs}")
+        print(f"  certifies: build {base['build_seconds']} s, certify {base['certify_seconds']} s", flush=True)
+
+    rows = [previous[m[0]] for m in selected if m[0] in previous]
     for m in selected:
+        if m[0] in previous:
+            continue
         mid, rel, _, _, what = m
         path = os.path.join(src, rel)
         with open(path) as f:
@@ -255,19 +281,29 @@ def main():
         names = ", ".join(x["claim"] for x in r.get("failing_claims", []))
         print(f"  {r['status']}: {names or '-'}", flush=True)
         rows.append(r)
+        write_report(stem, rows, base, certify_args, digest, len(selected))
+    write_report(stem, rows, base, certify_args, digest, len(selected))
+    killed = sum(r["status"] in ("killed", "crashed") for r in rows)
+    print(f"mutation score {killed}/{len(rows)}; report {stem}.md")
+    return 0 if killed == len(rows) else 1
+
+
+def write_report(stem, rows, base, certify_args, digest, planned):
 
     # A crash (exit status other than 0, 1, 2) also fails the certificate: it counts as killed.
     killed = sum(r["status"] in ("killed", "crashed") for r in rows)
     report = {
         "generated_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": "ci/mutation.py " + " ".join(sys.argv[1:]),
+        "tree_digest": digest,
+        "complete": len(rows) == planned,
+        "planned": planned,
         "certify_options": certify_args or ["(defaults)"],
         "baseline": base,
         "mutants": rows,
         "score": {"killed": killed, "total": len(rows),
                   "percent": round(100.0 * killed / len(rows), 1) if rows else None},
     }
-    stem = os.path.abspath(a.report or os.path.join(a.source, "reports", "mutation"))
     write_atomically(stem + ".json", json.dumps(report, indent=2) + "\n")
     lines = ["# Mutation run of the certificate suite", "",
              f"Generated {report['generated_utc']} by `{report['command']}`; `stiefel certify` options: "
@@ -275,7 +311,9 @@ def main():
              "Each mutant is one seeded bug in `core/`; the tree is rebuilt with it and the whole "
              "certificate is run. A mutant is killed when `stiefel certify` fails (exit 1).", "",
              f"**Mutation score: {killed} of {len(rows)} killed"
-             + (f" ({report['score']['percent']}%)" if rows else "") + ".**", "",
+             + (f" ({report['score']['percent']}%)" if rows else "") + ".**"
+             + ("" if len(rows) == planned else f" (partial: {len(rows)} of {planned} mutants run; "
+                                                 "`ci/mutation.py --resume` continues)"), "",
              f"Unmutated tree: certifies (build {base['build_seconds']} s, certify {base['certify_seconds']} s).", "",
              "| mutant | file | bug | status | claims that fail | certify s |",
              "|---|---|---|---|---|---|"]
@@ -284,8 +322,6 @@ def main():
         lines.append(f"| `{r['id']}` | `{r['file']}` | {r['bug']} | {r['status']} | {names} | "
                      f"{r.get('certify_seconds', '–')} |")
     write_atomically(stem + ".md", "\n".join(lines) + "\n")
-    print(f"mutation score {killed}/{len(rows)}; report {stem}.md")
-    return 0 if killed == len(rows) else 1
 
 
 if __name__ == "__main__":
