@@ -190,7 +190,10 @@ def main():
         dst = os.path.join(src, f)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         if not os.path.exists(dst) or open(os.path.join(a.source, f), "rb").read() != open(dst, "rb").read():
-            shutil.copy2(os.path.join(a.source, f), dst)
+            # A fresh modification time (not copy2's), so that the build sees every change,
+            # including the restoring of a mutant left behind by an interrupted run.
+            shutil.copy(os.path.join(a.source, f), dst)
+            os.utime(dst)
     build_log = os.path.join(logs, "build.log")
     if run(["cmake", "-S", src, "-B", bld, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
             "-DSTIEFEL_WITH_TORCH=OFF", "-DSTIEFEL_BUILD_TESTS=OFF"], build_log) != 0:

@@ -18,7 +18,8 @@
   X(decay_annihilated) X(decay_drifted)                                                                            \
   X(decay_absorbed) X(decay_absorbed_corrected) X(decay_fixed_point) X(polar_nearest)             \
   X(polar_routes) X(query_norm) X(retraction_order) X(attention_taylor) X(canonical_riesz)        \
-  X(canonical_norm_split) X(frozen_fixes_frame) X(update_invariants) X(update_long_run)
+  X(canonical_norm_split) X(frozen_fixes_frame) X(update_invariants) X(update_long_run) \
+  X(eps_scale_defect) X(uncapped_angle) X(horizontal_cost) X(equivariance_family)
 
 namespace stiefel::certificates {
 
@@ -49,5 +50,11 @@ nlohmann::json figures_moment_constant();
 // The isometry error's growth over 10^4 steps of every frame rule, float64 and float32.
 template <class S>
 nlohmann::json figures_long_run();
+// 1 − √(1 − ρ²), the cost of the horizontal projection, at the gauge shares the paper and we measure.
+template <class S>
+nlohmann::json figures_horizontal_cost();
+// The largest rotation of an uncapped horizontal step against its norm (§7's "approaching 90°").
+template <class S>
+nlohmann::json figures_uncapped_rotation();
 
 }  // namespace stiefel::certificates

@@ -592,7 +592,15 @@ CheckResult check_first_step_equality(const Case& c, int variant) {
     h.eps = project_tangent(w, g).norm();
   }
   const auto dir = riemannian_adam_direction<S>({w}, {g}, make_riemannian_adam_state<S>({w}, h.moment), h);
-  return roundoff_result<S>(abs(dir.report.step_norm[0] - target), target, double(c.d));
+  CheckResult r = roundoff_result<S>(abs(dir.report.step_norm[0] - target), target, double(c.d));
+  // B2-mean (v_h the mean of ξ∘ξ): v̂_1 = ‖ξ_1‖²/(d r), so ‖η_1‖ = min(η √(d r), τ√r).
+  RiemannianAdamHyper<S> hm = b2_mean_hyper<S>(h.lr, h.eps);
+  hm.cap_tau = h.cap_tau;
+  const S target_mean = hm.cap_tau ? std::min(S(h.lr * sqrt(S(c.d * c.r))), S(*hm.cap_tau * sqrt(S(c.r))))
+                                   : S(h.lr * sqrt(S(c.d * c.r)));
+  const auto dm = riemannian_adam_direction<S>({w}, {g}, make_riemannian_adam_state<S>({w}, hm.moment), hm);
+  keep_worst(r, roundoff_result<S>(abs(dm.report.step_norm[0] - target_mean), target_mean, double(c.d)));
+  return r;
 }
 
 template <class S>
@@ -731,7 +739,7 @@ CheckResult check_angle_bound(const Case& c, int variant) {
 
 // --- Prop. 7 and Table 9 ------------------------------------------------------------------------
 
-enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kPerRow, kMean };
+enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kPerRow, kMean, kRowWeighted };
 
 // f(W) = −Σ_h tr(W_hᵀ A W_h N): ∇f = −2 A W N (A symmetric, N diagonal). N = I is the paper's
 // Table 9 problem; N = diag(1, …, r)/r (Brockett's cost) is not constant on O(d) when r = d.
@@ -742,10 +750,46 @@ Frames<S> trace_problem_gradient(const Matrix<S>& a, const Vector<S>& n, const F
   return g;
 }
 
+// A member of the family of Prop. 7's converse: the Riemannian Adam (B2's projection, cap and
+// polar retraction, by the Gram route) whose second moment is √V_ij = √(b_i v_j), v_j the per-column moment and b a
+// fixed positive row weight. √V is constant down each column iff b is constant.
+template <class S>
+std::vector<Frames<S>> run_row_weighted(const Matrix<S>& a, const Vector<S>& n, Frames<S> w, int steps,
+                                        const S& lr, const S& eps, const Vector<S>& b) {
+  const RiemannianAdamHyper<S> h = b2_hyper<S>(lr, eps);
+  Frames<S> m, v;
+  for (const auto& f : w) {
+    m.push_back(Matrix<S>::Zero(f.rows(), f.cols()));
+    v.push_back(Matrix<S>::Zero(1, f.cols()));
+  }
+  std::vector<Frames<S>> out;
+  for (int t = 1; t <= steps; ++t) {
+    const Frames<S> g = trace_problem_gradient(a, n, w);
+    const S bias1 = S(1) - pow(h.beta1, S(t)), bias2 = S(1) - pow(h.beta2, S(t));
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      const Matrix<S> xi = project_tangent(w[k], g[k]);
+      m[k] = h.beta1 * project_tangent(w[k], m[k]) + (S(1) - h.beta1) * xi;
+      v[k] = h.beta2 * v[k] + (S(1) - h.beta2) * xi.colwise().squaredNorm();
+      Matrix<S> q = m[k] / bias1;
+      for (Index j = 0; j < q.cols(); ++j)
+        for (Index i = 0; i < q.rows(); ++i) q(i, j) /= sqrt(b(i) * v[k](0, j) / bias2) + eps;
+      Matrix<S> eta = -lr * project_tangent(w[k], q);
+      const S cap = *h.cap_tau * sqrt(S(w[k].cols()));
+      if (eta.norm() > cap) eta *= cap / eta.norm();
+      w[k] = retract_polar_gram<S>(w[k], eta);  // equal to the SVD route (s2-polar-routes-agree), cheaper
+      m[k] = project_tangent(w[k], m[k]);
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
 // Runs `rule` for T steps on f and returns every iterate.
 template <class S>
 std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Vector<S>& n,
-                                         Frames<S> w, int steps, const S& lr, const S& eps) {
+                                         Frames<S> w, int steps, const S& lr, const S& eps,
+                                         const Vector<S>& row_weight = {}) {
+  if (rule == Rule::kRowWeighted) return run_row_weighted<S>(a, n, std::move(w), steps, lr, eps, row_weight);
   std::vector<Frames<S>> out;
   if (rule == Rule::kAdamW) {
     AdamWHyper<S> h;
@@ -789,8 +833,14 @@ std::pair<S, S> equivariance_violation(Rule rule, const Case& c, std::uint64_t q
   const Matrix<S> q = random_orthogonal<S>(qrng, c.d);
   const Matrix<S> qt = q.transpose();
   const S lr(pow10(c.log10_lr)), eps = eps_of<S>(c);
-  const auto plain = run_trace_problem<S>(rule, a, n, w0, c.steps, lr, eps);
-  const auto rotated = run_trace_problem<S>(rule, Matrix<S>(qt * a * q), n, rotate(qt, w0), c.steps, lr, eps);
+  // Row weights of the converse's family: b_i = 10^(x u_i), u_i uniform in [-1, 1] (spread 10^±x).
+  Vector<S> b = Vector<S>::Ones(c.d);
+  if (rule == Rule::kRowWeighted) {
+    Rng brng(c.seed ^ 0x7f4a7c159e3779b9ULL);
+    for (int i = 0; i < c.d; ++i) b(i) = S(pow10(c.x * (2 * brng.uniform() - 1)));
+  }
+  const auto plain = run_trace_problem<S>(rule, a, n, w0, c.steps, lr, eps, b);
+  const auto rotated = run_trace_problem<S>(rule, Matrix<S>(qt * a * q), n, rotate(qt, w0), c.steps, lr, eps, b);
   S worst(0), size(0);
   for (int t = 0; t < c.steps; ++t)
     for (int h = 0; h < c.heads; ++h) {
@@ -820,6 +870,23 @@ CheckResult check_equivariance_per_column(const Case& c, int variant) {
 template <class S>
 CheckResult check_equivariance_mean(const Case& c, int variant) {
   return equivariance_check<S>(Rule::kMean, c, variant);
+}
+
+// Converse of Prop. 7 over a family: every row-weighted moment √V_ij = √(b_i v_j) with b not
+// constant (spread 10^±x, x = c.x) violates equivariance far above roundoff; ratio as for the
+// converse below. Control (variant 1): b constant (= 10^x for every row), which is equivariant.
+template <class S>
+CheckResult check_equivariance_family(const Case& c, int variant) {
+  Case k = c;
+  const Rule rule = Rule::kRowWeighted;
+  if (variant == 1) k.x = 0;  // b ≡ 1: the per-column moment
+  const auto [viol, size] = equivariance_violation<S>(rule, k, c.seed ^ 0x5bd1e995ULL);
+  CheckResult r;
+  const S floor = unit_roundoff<S>() * S(double(c.d) * c.steps) * std::max(size, S(1));
+  r.ratio = viol > S(0) ? to_double(S(floor / viol)) : INFINITY;
+  r.residual = to_double(viol);
+  r.normaliser = to_double(std::max(size, S(1)));
+  return r;
 }
 
 // Converse of Prop. 7: the elementwise and per-row moments violate equivariance far above
@@ -1211,6 +1278,156 @@ nlohmann::json figures_moment_constant() {
   return {{"beta1", 0.9}, {"beta2", 0.999}, {"C_t", rows}, {"limit", to_double(limit)}};
 }
 
+// --- Prop. 3(ii) with any c > 0 and ε > 0; Prop. 6(ii) without a cap; eq. (12)'s cost ---------
+
+template <class S>
+nlohmann::json figures_table8();
+
+// With a scalar second moment (per frame, or the mean over the d·r entries) and ε > 0, the step
+// from the c-scaled gradient and state (m → c m, v → c² v) is the unscaled one times
+//   ρ = c (√v̂ + ε) / (c √v̂ + ε),   |ρ − 1| = ε |c − 1| / (c √v̂ + ε) ≤ (ε / √v̂) |1 − 1/c|,
+// exactly (the cap, a projection onto a ball, is 1-Lipschitz: the capped steps differ by no more).
+// Checked at every step of an unscaled run, uncapped, for c = 10^±[1,20] (not powers of two).
+// ratio = ‖η(c g) − ρ η(g)‖ / (u · d·r · ‖η(c g)‖). Case::x selects the moment (0 per frame, 1 mean).
+// Controls: 1, ρ of ε inside the square root, c √(v̂ + ε) / √(c² v̂ + ε); 2, ρ = 1 (the ε = 0
+// statement applied with ε > 0).
+template <class S>
+CheckResult check_eps_scale_defect(const Case& c, int variant) {
+  Rng rng(c.seed);
+  Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Frames<S> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+  const S lr(pow10(c.log10_lr)), eps(pow10(c.log10_eps)), cc(pow10(c.log10_c));
+  RiemannianAdamHyper<S> h = c.x > 0.5 ? b2_mean_hyper<S>(lr, eps) : b2_hyper<S>(lr, eps);
+  h.cap_tau.reset();
+  auto state = make_riemannian_adam_state<S>(w, h.moment);
+  CheckResult worst;
+  worst.ratio = -1;
+  double max_defect = 0, max_bound = 0;
+  for (int t = 0; t < c.steps; ++t) {
+    const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, 1.0);
+    auto dir = riemannian_adam_direction<S>(w, g, state, h);
+    RiemannianAdamState<S> scaled = state;
+    Frames<S> gc;
+    for (int k = 0; k < c.heads; ++k) {
+      scaled.m[k] *= cc;
+      scaled.v[k] *= cc * cc;
+      gc.push_back(g[k] * cc);
+    }
+    const auto dirc = riemannian_adam_direction<S>(w, gc, scaled, h);
+    const S bias2 = S(1) - pow(h.beta2, S(dir.state.step));
+    for (int k = 0; k < c.heads; ++k) {
+      const S sv = sqrt(dir.state.v[k](0, 0) / bias2);
+      S rho = cc * (sv + eps) / (cc * sv + eps);
+      max_defect = std::max(max_defect, to_double(abs(S(rho - S(1)))));
+      if (sv > S(0)) max_bound = std::max(max_bound, to_double(S(eps / sv * abs(S(S(1) - S(1) / cc)))));
+      if (variant == 1) rho = cc * sqrt(sv * sv + eps) / sqrt(cc * cc * sv * sv + eps);
+      if (variant == 2) rho = S(1);
+      const S resid = (dirc.eta[k] - rho * dir.eta[k]).norm();
+      keep_worst(worst, roundoff_result<S>(resid, dirc.eta[k].norm(), double(c.d * c.r)));
+    }
+    auto next = finish_riemannian_adam_step<S>(w, std::move(dir), h);
+    w = std::move(next.frames);
+    state = std::move(next.state);
+  }
+  worst.detail["max_relative_defect"] = max_defect;
+  worst.detail["max_bound_eps_over_sqrt_v"] = max_bound;
+  return worst;
+}
+
+// Prop. 6(ii) without the cap: for a horizontal step η (Wᵀη = 0) the principal angles between
+// col(W) and col(polar(W + η)) are arctan σ_i(η), exactly: Wᵀ polar(W + η) = (I + ηᵀη)^(−1/2).
+// So the largest rotation arctan ‖η‖₂ approaches 90° as the step grows (§7: "raising η produces
+// per-step rotations approaching 90°"). With Y = polar(W + η), the cosines σ(WᵀY) and the sines
+// σ((I − WWᵀ)Y) against 1/√(1 + σ(η)²) and σ(η)/√(1 + σ(η)²): ratio = the larger error / (u·d·r).
+// Control: a normal component 1e-6 W left in the step (W(1 + 1e-6) + η: a near miss that moves
+// the sines at small angles and the cosines at large ones by about 1e-6 of their size).
+template <class S>
+CheckResult check_uncapped_angle(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  Matrix<S> eta = project_horizontal<S>(w, gaussian_matrix<S>(rng, c.d, c.r));
+  eta *= S(pow10(c.log10_scale)) / eta.norm();
+  Eigen::JacobiSVD<Matrix<S>> steps(eta);
+  const Vector<S> sv = steps.singularValues();  // descending
+  Matrix<S> moved = w + eta;
+  if (variant == 1) moved += S(1e-6) * w;
+  const Matrix<S> y = polar_svd<S>(moved);
+  Eigen::JacobiSVD<Matrix<S>> cosines(Matrix<S>(w.transpose() * y));
+  Eigen::JacobiSVD<Matrix<S>> sines(Matrix<S>(y - w * (w.transpose() * y)));
+  const Vector<S> cs = cosines.singularValues(), sn = sines.singularValues();  // descending
+  S cos2(0), sin2(0);
+  for (Index i = 0; i < c.r; ++i) {
+    const S sigma_up = sv(c.r - 1 - i);  // ascending σ(η): descending cosines
+    const S root = sqrt(S(1) + sigma_up * sigma_up);
+    cos2 += (cs(i) - S(1) / root) * (cs(i) - S(1) / root);
+    const S sine = sv(i) / sqrt(S(1) + sv(i) * sv(i));
+    sin2 += (sn(i) - sine) * (sn(i) - sine);
+  }
+  CheckResult r = roundoff_result<S>(std::max(sqrt(cos2), sqrt(sin2)), S(1), double(c.d * c.r));
+  using std::atan;
+  r.detail = {{"step_norm_2", to_double(sv(0))},
+              {"largest_angle_deg", to_double(S(atan(sv(0)) * S(180) / S(std::numbers::pi)))}};
+  return r;
+}
+
+// The measured curve: the largest principal angle between col(W) and col(polar(W + η)) for one
+// horizontal direction at d = 128, r = 16, against ‖η‖_F, and the capped bound arctan(τ√r), τ = 0.1.
+template <class S>
+nlohmann::json figures_uncapped_rotation() {
+  Rng rng(6);
+  const int d = 128, r = 16;
+  const Matrix<S> w = random_stiefel<S>(rng, d, r);
+  Matrix<S> dir = project_horizontal<S>(w, gaussian_matrix<S>(rng, d, r));
+  dir /= dir.norm();
+  nlohmann::json rows = nlohmann::json::array();
+  using std::asin;
+  for (const double norm : {0.01, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0, 1000.0}) {
+    const Matrix<S> y = polar_svd<S>(Matrix<S>(w + S(norm) * dir));
+    const S sine = spectral_norm<S>(Matrix<S>(y - w * (w.transpose() * y)));
+    rows.push_back({{"step_norm_F", norm},
+                    {"largest_angle_deg", to_double(S(asin(std::min(sine, S(1))) * S(180) / S(std::numbers::pi)))}});
+  }
+  return {{"setting", "d = 128, r = 16, one Gaussian horizontal direction; the capped step's bound at "
+                      "tau = 0.1 is arctan(0.1 sqrt(16)) = 21.8 degrees"},
+          {"rows", rows}};
+}
+
+// §5.3 after eq. (12): Riemannian steepest descent on the horizontal space decreases the loss at
+// rate ‖Π^h g‖ = √(1 − ρ²) ‖Π g‖ with ρ = ‖Π_G g‖ / ‖Π g‖ the gauge share, so "(12) costs about 3%
+// of the per-step decrease" is 1 − √(1 − ρ²) = 2.9% at Table 8's ρ ≈ 0.24. Per case: the identity
+// ‖Π^h g‖² = (1 − ρ²) ‖Π g‖², ratio = |‖Π^h g‖² − (1 − ρ²) ‖Π g‖²| / (u · d·r · ‖Π g‖²).
+// Control: the decrease taken as (1 − ρ) ‖Π g‖ (the share subtracted in norm, not in square).
+template <class S>
+CheckResult check_horizontal_cost(const Case& c, int variant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
+  const S full = project_tangent<S>(w, g).norm();
+  const S gauge = gauge_component<S>(w, g).norm();
+  const S horizontal = project_horizontal<S>(w, g).norm();
+  const S rho = full > S(0) ? S(gauge / full) : S(0);
+  // In squares (√(1 − ρ²) is ill-conditioned as ρ → 1): ‖Π^h g‖² against (1 − ρ²)‖Π g‖².
+  const S predicted = variant == 1 ? S((S(1) - rho) * full) : S(sqrt(std::max(S(0), S(S(1) - rho * rho))) * full);
+  CheckResult r = roundoff_result<S>(abs(S(horizontal * horizontal - predicted * predicted)), S(full * full),
+                                     double(c.d * c.r));
+  r.detail = {{"gauge_share", to_double(rho)}, {"cost", to_double(S(S(1) - horizontal / full))}};
+  return r;
+}
+
+// The cost 1 − √(1 − ρ²) at Table 8's ρ = 0.24 and at the mean per-frame gauge share of random
+// tangent vectors at d = 128, r = 16 (figures_table8's sample).
+template <class S>
+nlohmann::json figures_horizontal_cost() {
+  nlohmann::json rows = nlohmann::json::array();
+  const double random_share = figures_table8<S>()["mean_norm_fraction"].template get<double>();
+  for (const auto& [what, rho] : std::vector<std::pair<const char*, double>>{
+           {"Table 8 (the paper's measured share)", 0.24},
+           {"random tangent vectors, d = 128, r = 16 (mean of 400)", random_share}})
+    rows.push_back({{"where", what}, {"gauge_share", rho}, {"cost_percent", 100.0 * (1.0 - std::sqrt(1.0 - rho * rho))}});
+  return {{"rows", rows}};
+}
+
 // --- The implemented update: every frame rule the training core offers ----------------------------
 
 // The frame rules of the training core's arms (training/src/trainer.cpp's make_arm), with the
@@ -1512,4 +1729,6 @@ nlohmann::json figures_long_run() {
   template nlohmann::json figures_table8<S>();                                         \
   template nlohmann::json figures_moment_constant<S>();                                \
   template nlohmann::json figures_long_run<S>();                                       \
+  template nlohmann::json figures_horizontal_cost<S>();                                \
+  template nlohmann::json figures_uncapped_rotation<S>();                              \
   }

@@ -225,6 +225,25 @@ std::vector<Claim> build() {
     c.controls = {{"normal-part", "the normal part W sym(W^T g) in place of the gauge part", 1}};
     v.push_back(c);
   }
+  {  // 4b
+    Claim c = base("eq12-horizontal-cost", "eq. (12), §5.3 (\"(12) costs about 3% of the per-step decrease\")",
+                   "identity",
+                   "Steepest descent restricted to the horizontal space decreases the loss at rate "
+                   "||Pi^h g|| = sqrt(1 - rho^2) ||Pi g||, rho = ||Pi_G g|| / ||Pi g|| the gauge share; at "
+                   "Table 8's rho = 0.24 that costs 1 - sqrt(1 - 0.24^2) = 2.9% of the per-step "
+                   "decrease (\"about 3%\").");
+    c.generator = "d in [3,24], r in [2,d-1] (at r = 1 the gauge space is {0}, at r = d the horizontal "
+                  "one), W Haar, g Gaussian scaled by 10^[-12,12]";
+    c.residual = "| ||Pi^h g||^2 - (1 - rho^2) ||Pi g||^2 |, normalised by ||Pi g||^2; factor d*r. The "
+                 "figures give the cost at Table 8's share and at random tangent vectors' share";
+    c.analysis = "Pi g = Pi^h g + W skew(W^T g), orthogonal (eq12-horizontal-gauge-split); Pythagoras.";
+    c.generator_fn = [] { return gen::frame({.min_r = 2, .r_below_d = true}); };
+    STIEFEL_CHECKS(c, horizontal_cost);
+    c.figures_double = &figures_horizontal_cost<double>;
+    c.controls = {{"share-in-norm", "the decrease taken as (1 - rho) ||Pi g|| (the share subtracted in "
+                                    "norm, not in square)", 1}};
+    v.push_back(c);
+  }
   {  // 4
     Claim c = base("prop3i-sgd-degree-one", "Prop. 3(i), §5.3", "invariance",
                    "The fixed-step Riemannian SGD displacement is degree one in the gradient: "
@@ -292,6 +311,43 @@ std::vector<Claim> build() {
     c.controls = {{"eps-at-gradient-scale", "eps set at the gradient scale and no cap", 1}};
     v.push_back(c);
   }
+  {  // 5c
+    Claim c = base("prop3ii-eps-scale-defect", "Prop. 3(ii), §5.3 (any c > 0, eps > 0)", "identity",
+                   "With a scalar second moment and eps > 0, the step from the c-scaled gradient and "
+                   "state is the unscaled step times rho = c (sqrt(v_hat) + eps) / (c sqrt(v_hat) + eps), "
+                   "exactly, so it differs by |rho - 1| <= (eps / sqrt(v_hat)) |1 - 1/c|: scale-free "
+                   "up to a defect that vanishes when ||xi|| >> eps (and exactly scale-free at eps = 0, "
+                   "rho = 1, for any c, not only powers of two).");
+    c.generator = "gradient sequences: d in [2,8], r in [1,d], H in [1,2], T in [1,40] steps, the seven "
+                  "magnitude profiles, base scale 10^[-10,10], eps = 10^[-2,2] times the base scale "
+                  "(the regime where eps matters), c = 10^(+-[1,20]) (not powers of two: the scaled "
+                  "inputs carry rounding), rate 10^[-3,0], per-frame or mean moment, uncapped (the cap "
+                  "is a projection onto a ball, 1-Lipschitz: the capped steps differ by no more)";
+    c.residual = "max over steps and heads of ||eta(c g, c m, c^2 v) - rho eta(g, m, v)||_F along the "
+                 "unscaled run, normalised by ||eta(c g)||; factor d*r";
+    c.analysis = "m_hat -> c m_hat and sqrt(v_hat) -> c sqrt(v_hat); the quotient's scalar "
+                 "denominator turns into c sqrt(v_hat) + eps; projection is linear; exact.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_sequence(k, 8);
+        k.steps = *rc::gen::inRange(1, 41);
+        k.log10_scale = gen::real(-10, 10, 40);
+        k.eps_zero = false;
+        k.log10_eps = k.log10_scale + gen::real(-2, 2, 40);
+        k.log10_c = (*rc::gen::arbitrary<bool>() ? 1 : -1) * gen::real(1, 20, 190);
+        k.log10_lr = gen::real(-3, 0, 30);
+        k.x = *rc::gen::inRange(0, 2);  // 0 per-frame moment, 1 mean moment
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, eps_scale_defect);
+    c.cost = 3;
+    c.controls = {{"eps-inside-sqrt", "rho of a rule with eps inside the square root, c sqrt(v_hat + eps) / "
+                                      "sqrt(c^2 v_hat + eps)", 1},
+                  {"eps-ignored", "rho = 1: the eps = 0 statement applied with eps > 0", 2}};
+    v.push_back(c);
+  }
   {  // 6a
     Claim c = base("s53-jensen-moment-bound", "§5.3 after Prop. 3", "inequality",
                    "||m_hat_t||_F <= sqrt(v_hat_t) for every t \"by Jensen's inequality\".");
@@ -326,10 +382,13 @@ std::vector<Claim> build() {
   }
   {  // 6c
     Claim c = base("s53-first-step-equality", "§5.3 after Prop. 3", "identity",
-                   "With eps = 0 the first step has ||eta_1||_F = min(eta_R, tau sqrt(r)) exactly.");
+                   "With eps = 0 the first step has ||eta_1||_F = min(eta_R, tau sqrt(r)) exactly "
+                   "(and, under the B2-mean reading of v_h, min(eta_R sqrt(d r), tau sqrt(r))).");
     c.generator = "d in [1,24], r in [1,d], gradient scale 10^[-12,12], eta_R = 10^[-3,1]";
-    c.residual = "| ||eta_1|| - min(eta_R, tau sqrt r) | / min(eta_R, tau sqrt r); factor d";
-    c.analysis = "m_hat_1 = xi_1 and v_hat_1 = ||xi_1||^2, so the quotient is a unit tangent vector.";
+    c.residual = "| ||eta_1|| - min(eta_R, tau sqrt r) | / min(eta_R, tau sqrt r), and the same for "
+                 "B2-mean with min(eta_R sqrt(d r), tau sqrt r); factor d";
+    c.analysis = "m_hat_1 = xi_1 and v_hat_1 = ||xi_1||^2 (||xi_1||^2/(d r) for B2-mean), so the "
+                 "quotient is a unit tangent vector (of norm sqrt(d r) for B2-mean).";
     c.generator_fn = [] {
       return rc::gen::exec([] {
         Case k;
@@ -445,6 +504,31 @@ std::vector<Claim> build() {
                                     "||eta||_F = 10 tau r", 1}};
     v.push_back(c);
   }
+  {  // 7b
+    Claim c = base("prop6ii-uncapped-rotation", "Prop. 6(ii) without the cap, §7 (\"rotations approaching 90 degrees\")",
+                   "identity",
+                   "For a horizontal step eta without a cap, the principal angles between col(W) and "
+                   "col(polar(W + eta)) are arctan sigma_i(eta): the largest rotation arctan ||eta||_2 "
+                   "approaches 90 degrees as the step grows, as §7 says of raising eta.");
+    c.generator = "d in [2,16], r in [1,d-1], W Haar, eta = Pi^h(N) scaled to ||eta||_F = 10^[-3,3]";
+    c.residual = "the larger of ||sigma(W^T Y) - 1/sqrt(1 + sigma(eta)^2)||_2 and ||sigma((I - W W^T) Y) - "
+                 "sigma(eta)/sqrt(1 + sigma(eta)^2)||_2, Y = polar(W + eta) (the cosines and sines of the "
+                 "principal angles against their closed form); factor d*r";
+    c.analysis = "W + eta = [W W_perp][I; K] with eta = W_perp K, so polar(W + eta) = (W + eta)(I + "
+                 "K^T K)^(-1/2) and W^T polar(W + eta) = (I + K^T K)^(-1/2); exact.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;
+        gen::draw_frame_shape(k, {.max_d = 16, .r_below_d = true});
+        k.log10_scale = gen::real(-3, 3, 60);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, uncapped_angle);
+    c.figures_double = &figures_uncapped_rotation<double>;
+    c.controls = {{"normal-component-left", "a normal component 1e-6 W left in the step: polar(W (1 + 1e-6) + eta)", 1}};
+    v.push_back(c);
+  }
   auto equivariance_gen = [] {
     return rc::gen::exec([] {
       Case k;
@@ -521,6 +605,40 @@ std::vector<Claim> build() {
     STIEFEL_CHECKS(c, equivariance_converse);
     c.cost = 8;
     c.controls = {{"scalar-moment", "the scalar-moment rule, which is equivariant", 1}};
+    v.push_back(c);
+  }
+  {  // 10d
+    Claim c = base("prop7-converse-family", "Prop. 7 (\"if and only if\"), §5.3", "inequality",
+                   "Over a family of second moments that are not constant down the columns, "
+                   "sqrt(V_ij) = sqrt(b_i v_j) with v_j the per-column moment and b a non-constant "
+                   "positive row weight (spread from 10^+-0.01 to 10^+-2), the Riemannian Adam is not "
+                   "O(d)-equivariant: the violation is far above roundoff for every member, at d >= 3. "
+                   "(At d = r = 2 a member can be equivariant: the generator found one, the same "
+                   "degeneracy as the per-row moment's; the family is therefore checked at d >= 3.)");
+    c.generator = std::string(equivariance_generator) + "; row weights b_i = 10^(x u_i), u_i uniform in "
+                  "[-1,1], x in [0.01,2]";
+    c.residual = "violation = max over steps and heads of max|W_t^(Q) - Q^T W_t| for the row-weighted rule";
+    c.factor = "ratio = u * d * T * max(1, max|W|) / violation; pass at ratio <= 1e-3";
+    c.tolerance = 1e-3;
+    c.analysis = "diag(b) does not commute with a rotation Q that mixes the rows unless b is constant.";
+    c.generator_fn = [] {
+      return rc::gen::exec([] {
+        Case k;  // equivariance_gen's ranges (d >= 3), and the row weights' spread
+        k.d = *rc::gen::inRange(3, 13);
+        k.r = *rc::gen::inRange(1, k.d + 1);
+        k.heads = *rc::gen::inRange(1, 4);
+        k.steps = *rc::gen::inRange(1, 31);
+        k.log10_lr = gen::real(-3, 0, 30);
+        k.eps_zero = *rc::gen::arbitrary<bool>();
+        k.log10_eps = gen::real(-12, -4, 8);
+        k.seed = *rc::gen::arbitrary<std::uint64_t>();
+        k.x = gen::real(0.01, 2, 199);
+        return k;
+      });
+    };
+    STIEFEL_CHECKS(c, equivariance_family);
+    c.cost = 6;
+    c.controls = {{"constant-weights", "b constant (the per-column moment), which is equivariant", 1}};
     v.push_back(c);
   }
   {  // 11
