@@ -3,6 +3,8 @@
 #pragma once
 
 #include <rapidcheck.h>
+
+#include <cmath>
 #include <stiefel/certificates/claim.h>
 
 namespace stiefel::certificates::generators {
@@ -35,15 +37,16 @@ inline rc::Gen<Case> frame(FrameOptions o) {
   });
 }
 
-// Attention problems: n tokens, H heads, token scale 10^[−1, 0.5].
-inline rc::Gen<Case> attention(int min_r) {
-  return rc::gen::exec([min_r] {
+// Attention problems: n tokens, H heads, token scale 10^[−1, max_log10_scale]; the default 1
+// reaches logits of a few hundred, a saturated softmax.
+inline rc::Gen<Case> attention(int min_r, double max_log10_scale = 1.0) {
+  return rc::gen::exec([min_r, max_log10_scale] {
     Case c;
     c.tokens = *rc::gen::inRange(2, 8);
     c.heads = *rc::gen::inRange(1, 4);
     c.d = *rc::gen::inRange(std::max(min_r, 1), 13);
     c.r = *rc::gen::inRange(min_r, c.d + 1);
-    c.log10_scale = real(-1.0, 0.5, 15);
+    c.log10_scale = real(-1.0, max_log10_scale, int(std::lround(10 * (max_log10_scale + 1))));
     c.seed = *rc::gen::arbitrary<std::uint64_t>();
     return c;
   });

@@ -59,7 +59,8 @@ std::vector<Claim> build() {
                    "W_Q,h W_K,h^T, the joint O(r) gauge component skew(W_Q^T G_Q + W_K^T G_K) of "
                    "the gradient is zero.");
     c.generator = "attention problems: n in [2,7] tokens, d in [2,12], r in [2,d], H in [1,3], token "
-                  "scale 10^[-1,0.5]; r >= 2 because O(1) is discrete and the statement is empty "
+                  "scale 10^[-1,1] (logits up to a few hundred: a saturated softmax included); r >= 2 "
+                  "because O(1) is discrete and the statement is empty "
                   "at r = 1";
     c.residual = "sqrt(sum_h ||skew(W_Q,h^T G_Q,h + W_K,h^T G_K,h)||_F^2), normalised by the "
                  "gradient's rounding-error scale sum_h s ||X W_Q,h|| ||P o (|D| + rowsum(P o |D|))|| "
@@ -141,7 +142,10 @@ std::vector<Claim> build() {
                    "The per-frame component W skew(W^T G) of the attention gradient is not zero: "
                    "removing it (a Grassmann projector) deletes descent signal.");
     c.generator = "attention problems as for prop1-joint-gauge (r >= 2: at r = 1 the per-frame "
-                  "gauge space is {0})";
+                  "gauge space is {0}), token scale 10^[-1,0.5]: an unsaturated softmax. (At token "
+                  "scale 10^0.9 the generator found a saturated softmax whose gradient is zero to "
+                  "rounding, so that its gauge content, 1e-63, is below the rounding floor: the "
+                  "statement is about gradients that carry signal.)";
     c.residual = "rho = min over heads and frames of ||W skew(W^T G)||_F divided by the gradient's "
                  "rounding-error scale (as for prop1-joint-gauge); the Table 8 fraction "
                  "||W skew(W^T G)|| / ||Pi_W G|| is recorded beside it";
@@ -150,7 +154,7 @@ std::vector<Claim> build() {
     c.tolerance = 1e-3;
     c.analysis = "W_Q^T G_Q is not symmetric for a generic attention loss; only the joint "
                  "combination is constrained by Prop. 1.";
-    c.generator_fn = [] { return gen::attention(2); };
+    c.generator_fn = [] { return gen::attention(2, 0.5); };
     STIEFEL_CHECKS(c, per_frame_gauge_nonzero);
     c.controls = {{"tied-loss", "a loss that depends on W only through W W^T (W_Q = W_K = W), "
                                 "whose per-frame component vanishes", 1}};
