@@ -214,7 +214,8 @@ std::vector<Claim> build() {
     c.analysis = "Cauchy-Schwarz in T_W St; exact.";
     c.generator_fn = [] { return gen::frame({}); };
     STIEFEL_CHECKS(c, steepest_ascent);
-    c.controls = {{"raw-gradient", "the unprojected direction g/||g|| in place of the maximiser", 1}};
+    c.controls = {{"normal-component-left", "a normal component 1e-6 ||Pi g|| W sym(W^T g)/||W sym(W^T g)|| left "
+                                           "in the maximiser Pi g", 1}};
     v.push_back(c);
   }
   {  // 3c
@@ -226,7 +227,8 @@ std::vector<Claim> build() {
     c.analysis = "Pi g = (I - WW^T) g + W skew(W^T g), and the two parts are orthogonal; exact.";
     c.generator_fn = [] { return gen::frame({}); };
     STIEFEL_CHECKS(c, gauge_split);
-    c.controls = {{"normal-part", "the normal part W sym(W^T g) in place of the gauge part", 1}};
+    c.controls = {{"normal-part", "the normal part W sym(W^T g) in place of the gauge part (at r = 1 the gauge part "
+                                  "is 0, so no near miss of it can differ there)", 1}};
     v.push_back(c);
   }
   {  // 4b
