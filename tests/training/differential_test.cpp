@@ -136,5 +136,56 @@ TEST(FrameOptimizer, KeepsFramesOrthonormalAndRoundTripsItsState) {
   EXPECT_EQ(buffer.str().size(), again.str().size());
 }
 
+// A stored state tensor replaces the frame's state whatever its shape: load refuses one that does
+// not fit the frame (shape or type), naming the tensor, and accepts the state it saved itself.
+TEST(FrameOptimizer, LoadRefusesStateOfTheWrongShapeOrType) {
+  torch::manual_seed(2);
+  auto q = std::get<0>(torch::linalg_qr(torch::randn({2, 10, 3}, torch::kFloat64)));
+  torch::Tensor p = q.to(torch::kFloat32).clone().set_requires_grad(true);
+  FrameHyper hyper;
+  FrameOptimizer opt({p}, hyper);
+  opt.zero_grad();
+  (p * torch::randn_like(p)).sum().backward();
+  opt.step();
+  const auto saved = [&](const std::string& key, const torch::Tensor& replacement) {
+    torch::serialize::OutputArchive good;
+    opt.save(good);
+    std::stringstream buffer;
+    good.save_to(buffer);
+    torch::serialize::InputArchive in;
+    in.load_from(buffer);
+    torch::serialize::OutputArchive out;
+    for (const std::string k : {"frame0_master", "frame0_m", "frame0_v", "frame0_step"}) {
+      torch::Tensor t;
+      in.read(k, t);
+      out.write(k, k == key ? replacement : t);
+    }
+    std::stringstream bad;
+    out.save_to(bad);
+    return bad.str();
+  };
+  const auto load = [&](const std::string& bytes) {
+    std::stringstream buffer(bytes);
+    torch::serialize::InputArchive in;
+    in.load_from(buffer);
+    FrameOptimizer other({p}, hyper);
+    other.load(in);
+  };
+  EXPECT_NO_THROW(load(saved("", torch::Tensor())));
+  const auto refused = [&](const std::string& key, const torch::Tensor& t) {
+    try {
+      load(saved(key, t));
+      ADD_FAILURE() << key << " of shape " << t.sizes() << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  refused("frame0_master", torch::zeros({2, 10, 4}, torch::kFloat64));
+  refused("frame0_master", torch::zeros({2, 10, 3}, torch::kFloat32));
+  refused("frame0_m", torch::zeros({3, 10, 3}, torch::kFloat64));
+  refused("frame0_v", torch::zeros({5, 1, 1}, torch::kFloat64));
+  refused("frame0_step", torch::tensor({-1}, torch::kInt64));
+}
+
 }  // namespace
 }  // namespace stiefel::training

@@ -71,6 +71,22 @@ void FrameOptimizer::load(torch::serialize::InputArchive& archive) {
       archive.read(prefix + "v", st->frame.v);
       torch::Tensor step;
       archive.read(prefix + "step", step);
+      // A stored tensor replaces the state whatever its shape: check each against the frame.
+      const auto expect = [&](const torch::Tensor& t, const std::string& key, bool frame_shaped) {
+        const bool shape_ok = frame_shaped ? t.sizes() == p.sizes()
+                                           : t.dim() == p.dim() && t.dim() > 0 && t.size(0) == p.size(0);
+        if (!shape_ok || t.scalar_type() != torch::kFloat64)
+          throw std::invalid_argument("checkpoint tensor " + key + " has shape " + c10::str(t.sizes()) + " and type " +
+                                      std::string(c10::toString(t.scalar_type())) + "; the frame " +
+                                      std::to_string(index - 1) + " needs " +
+                                      (frame_shaped ? c10::str(p.sizes()) : "[" + std::to_string(p.size(0)) + ", …]") +
+                                      " in float64");
+      };
+      expect(st->master, prefix + "master", true);
+      expect(st->frame.m, prefix + "m", true);
+      expect(st->frame.v, prefix + "v", false);
+      if (step.numel() != 1 || step.item<std::int64_t>() < 0)
+        throw std::invalid_argument("checkpoint tensor " + prefix + "step is not a non-negative step count");
       st->frame.step = step.item<std::int64_t>();
       state_[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(st);
     }

@@ -544,14 +544,34 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       }
       torch::serialize::InputArchive model_archive, adam_archive, frame_archive;
       archive.read("model", model_archive);
+      // Module::load replaces each tensor with the stored one whatever its shape or type: compare.
+      std::vector<std::tuple<std::string, std::vector<std::int64_t>, c10::ScalarType>> expected;
+      for (const auto& t : model->named_parameters()) expected.emplace_back(t.key(), t.value().sizes().vec(), t.value().scalar_type());
+      for (const auto& t : model->named_buffers()) expected.emplace_back(t.key(), t.value().sizes().vec(), t.value().scalar_type());
       model->load(model_archive);
+      std::map<std::string, torch::Tensor> loaded;
+      for (const auto& t : model->named_parameters()) loaded[t.key()] = t.value();
+      for (const auto& t : model->named_buffers()) loaded[t.key()] = t.value();
+      for (const auto& [key, sizes, type] : expected) {
+        const torch::Tensor& t = loaded.at(key);
+        if (t.sizes().vec() != sizes || t.scalar_type() != type)
+          throw std::invalid_argument(ckpt_path.string() + ": model tensor " + key + " has shape " + c10::str(t.sizes()) +
+                                      " (" + c10::toString(t.scalar_type()) + "), the model needs " +
+                                      c10::str(c10::IntArrayRef(sizes)) + " (" + c10::toString(type) + ")");
+      }
       archive.read("adamw", adam_archive);
       adamw.load(adam_archive);
       if (frame_opt) {
         archive.read("frames", frame_archive);
-        frame_opt->load(frame_archive);
+        try {
+          frame_opt->load(frame_archive);
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument(ckpt_path.string() + ": " + e.what());
+        }
       }
       archive.read("epoch", epoch);
+      if (epoch.numel() != 1 || epoch.item<std::int64_t>() < 0)
+        throw std::invalid_argument(ckpt_path.string() + ": its epoch tensor is not a non-negative epoch");
     } catch (const c10::Error& e) {
       rethrow_torch(ckpt_path, "not a readable checkpoint of this run", e);
     }
