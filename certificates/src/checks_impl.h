@@ -876,15 +876,10 @@ CheckResult check_equivariance_mean(const Case& c, int variant) {
   return equivariance_check<S>(Rule::kMean, c, variant);
 }
 
-// Converse of Prop. 7 over a family: every row-weighted moment √V_ij = √(b_i v_j) with b not
-// constant (spread 10^±x, x = c.x) violates equivariance far above roundoff; ratio as for the
-// converse below. Control (variant 1): b constant (= 10^x for every row), which is equivariant.
+// A non-equivariance result: ratio = u·d·T·max(1, ‖W‖_max) / violation (pass when far below 1).
 template <class S>
-CheckResult check_equivariance_family(const Case& c, int variant) {
-  Case k = c;
-  const Rule rule = Rule::kRowWeighted;
-  if (variant == 1) k.x = 0;  // b ≡ 1: the per-column moment
-  const auto [viol, size] = equivariance_violation<S>(rule, k, c.seed ^ 0x5bd1e995ULL);
+CheckResult violation_result(Rule rule, const Case& c) {
+  const auto [viol, size] = equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL);
   CheckResult r;
   const S floor = unit_roundoff<S>() * S(double(c.d) * c.steps) * std::max(size, S(1));
   r.ratio = viol > S(0) ? to_double(S(floor / viol)) : INFINITY;
@@ -893,22 +888,21 @@ CheckResult check_equivariance_family(const Case& c, int variant) {
   return r;
 }
 
-// Converse of Prop. 7: the elementwise and per-row moments violate equivariance far above
-// roundoff: ratio = u·d·T·max(1, ‖W‖_max) / violation (variant 1: the scalar moment).
+// Converse of Prop. 7 over a family: every row-weighted moment √V_ij = √(b_i v_j) with b not
+// constant (spread 10^±x, x = c.x) violates equivariance far above roundoff.
+// Control (variant 1): b ≡ 1 (the per-column moment), which is equivariant.
+template <class S>
+CheckResult check_equivariance_family(const Case& c, int variant) {
+  Case k = c;
+  if (variant == 1) k.x = 0;
+  return violation_result<S>(Rule::kRowWeighted, k);
+}
+
+// Converse of Prop. 7: the elementwise moment violates equivariance far above roundoff
+// (variant 1: the scalar moment, which is equivariant).
 template <class S>
 CheckResult check_equivariance_converse(const Case& c, int variant) {
-  CheckResult worst;
-  worst.ratio = -1;
-  for (Rule rule : {variant == 1 ? Rule::kScalar : Rule::kElementwise}) {
-    const auto [viol, size] = equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL);
-    CheckResult r;
-    const S floor = unit_roundoff<S>() * S(double(c.d) * c.steps) * std::max(size, S(1));
-    r.ratio = viol > S(0) ? to_double(S(floor / viol)) : INFINITY;
-    r.residual = to_double(viol);
-    r.normaliser = to_double(std::max(size, S(1)));
-    keep_worst(worst, r);
-  }
-  return worst;
+  return violation_result<S>(variant == 1 ? Rule::kScalar : Rule::kElementwise, c);
 }
 
 // --- Prop. 8, decoupled decay (§5.3, §5.4) ------------------------------------------------------

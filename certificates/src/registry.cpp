@@ -50,6 +50,21 @@ rc::Gen<Case> decay_gen_regime(int regime) {
   });
 }
 
+// The equivariance claims' cases: the trace problem's shape, steps, rate and eps.
+Case draw_equivariance_case() {
+  Case k;
+  k.d = *rc::gen::inRange(2, 13);
+  k.r = *rc::gen::inRange(1, k.d + 1);
+  k.heads = *rc::gen::inRange(1, 4);
+  k.steps = *rc::gen::inRange(1, 31);
+  k.log10_lr = gen::real(-3, 0, 30);
+  k.eps_zero = *rc::gen::arbitrary<bool>();
+  k.log10_eps = gen::real(-12, -4, 8);
+  k.seed = *rc::gen::arbitrary<std::uint64_t>();
+  return k;
+}
+rc::Gen<Case> equivariance_cases() { return rc::gen::exec(draw_equivariance_case); }
+
 std::vector<Claim> build() {
   std::vector<Claim> v;
 
@@ -535,20 +550,7 @@ std::vector<Claim> build() {
     c.controls = {{"normal-component-left", "a normal component 1e-6 W left in the step: polar(W (1 + 1e-6) + eta)", 1}};
     v.push_back(c);
   }
-  auto equivariance_gen = [] {
-    return rc::gen::exec([] {
-      Case k;
-      k.d = *rc::gen::inRange(2, 13);
-      k.r = *rc::gen::inRange(1, k.d + 1);
-      k.heads = *rc::gen::inRange(1, 4);
-      k.steps = *rc::gen::inRange(1, 31);
-      k.log10_lr = gen::real(-3, 0, 30);
-      k.eps_zero = *rc::gen::arbitrary<bool>();
-      k.log10_eps = gen::real(-12, -4, 8);
-      k.seed = *rc::gen::arbitrary<std::uint64_t>();
-      return k;
-    });
-  };
+  const auto equivariance_gen = &equivariance_cases;
   const char* const equivariance_generator =
       "f(W) = -sum_h tr(W_h^T A W_h N), A symmetric Gaussian, N = diag(1..r)/r (Brockett's cost: "
       "unlike N = I it is not constant on O(d) when r = d); d in [2,12] (O(1) = {+-1} commutes with "
@@ -629,16 +631,10 @@ std::vector<Claim> build() {
     c.analysis = "diag(b) does not commute with a rotation Q that mixes the rows unless b is constant.";
     c.generator_fn = [] {
       return rc::gen::exec([] {
-        Case k;  // equivariance_gen's ranges (d >= 3), and the row weights' spread
-        k.d = *rc::gen::inRange(3, 13);
-        k.r = *rc::gen::inRange(1, k.d + 1);
-        k.heads = *rc::gen::inRange(1, 4);
-        k.steps = *rc::gen::inRange(1, 31);
-        k.log10_lr = gen::real(-3, 0, 30);
-        k.eps_zero = *rc::gen::arbitrary<bool>();
-        k.log10_eps = gen::real(-12, -4, 8);
-        k.seed = *rc::gen::arbitrary<std::uint64_t>();
-        k.x = gen::real(0.01, 2, 199);
+        Case k = draw_equivariance_case();
+        k.d = std::max(k.d, 3);  // d >= 3: see the statement
+        k.r = std::min(k.r, k.d);
+        k.x = gen::real(0.01, 2, 199);  // the row weights' spread
         return k;
       });
     };
