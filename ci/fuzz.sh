@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (preset `fuzz`: clang, ASan, UBSan) and runs each for SECONDS
 # (default 30) from its seed corpus in fuzz/corpus/ (plus the project's own definitions, claims and
-# run records). A crash, a sanitizer report or an unexpected exception fails the run; the input is
+# run records, and a checkpoint written by the build under test). A crash, a sanitizer report or an unexpected exception fails the run; the input is
 # kept under build/fuzz/artifacts/. Prints one line per target: runs, coverage, corpus size.
 #   ci/fuzz.sh [SECONDS] [TARGET...]      e.g. ci/fuzz.sh 600 (the ten-minute runs)
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(cifar10 idx definition claims run_record)
+[ "${#targets[@]}" -gt 0 ] || targets=(cifar10 idx definition claims run_record checkpoint)
 mkdir -p build
 cmake --preset fuzz > build/fuzz-configure.log 2>&1 || { cat build/fuzz-configure.log; exit 1; }
 cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" > /dev/null
@@ -21,12 +21,17 @@ for t in "${targets[@]}"; do
   seeds=("fuzz/corpus/$t")
   case $t in
     definition) seeds+=(experiments tests/experiments) ;;
+    checkpoint)  # a checkpoint in this build's LibTorch format, beside the committed one
+      mkdir -p "$work/checkpoint-seed"
+      build/fuzz/fuzz/fuzz_checkpoint -seed "$work/checkpoint-seed/current.pt"
+      seeds+=("$work/checkpoint-seed") ;;
   esac
   max_len=65536
   [ "$t" = cifar10 ] && max_len=12292  # up to 4 records
   [ "$t" = idx ] && max_len=4096
   log=build/fuzz/$t.log
-  if build/fuzz/fuzz/fuzz_$t "$work/$t" "${seeds[@]}" -max_total_time="$seconds" -max_len="$max_len" \
+  # LibTorch's own leaks on its readers' error paths are suppressed (fuzz/lsan.supp); ours are not.
+  if LSAN_OPTIONS=suppressions=$PWD/fuzz/lsan.supp build/fuzz/fuzz/fuzz_$t "$work/$t" "${seeds[@]}" -max_total_time="$seconds" -max_len="$max_len" \
        -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="$artifacts/$t-" > "$log" 2>&1; then
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || echo "?")

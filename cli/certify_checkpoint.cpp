@@ -8,6 +8,7 @@
 #include <stiefel/certificates/runner.h>
 #include <stiefel/properties/residual.h>
 #include <stiefel/scalar.h>
+#include <stiefel/training/checkpoint.h>
 #include <torch/torch.h>
 
 #include "commands.h"
@@ -29,12 +30,12 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
   torch::serialize::InputArchive archive, model, frames;
   try {
     archive.load_from(path);
-    archive.read("model", model);
+    archive.read(training::checkpoint::kModel, model);
   } catch (const std::exception& e) {
     std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << brief_message(e.what()) << ")\n";
     return 2;
   }
-  const bool has_frames = archive.try_read("frames", frames);
+  const bool has_frames = archive.try_read(training::checkpoint::kFrames, frames);
   nlohmann::json checks = nlohmann::json::array();
   int failed = 0;
   auto record = [&](const std::string& what, const std::string& frame, double ratio, double tol, double value) {
@@ -44,15 +45,26 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
                       {"status", ok ? "passed" : "failed"}});
   };
   const double tol = properties::kRatioThreshold;
-  if (has_frames) {
-    for (int k = 0;; ++k) {
-      torch::Tensor master, m;
-      const std::string p = "frame" + std::to_string(k) + "_";
-      if (!frames.try_read(p + "master", master)) {
-        if (k > 64) break;
-        continue;
+  // The frame parameters are the layers' W_Q and W_K, in the model's order: frame 2i is layer i's
+  // W_Q, frame 2i + 1 its W_K.
+  std::int64_t frame_params = 0;
+  {
+    torch::serialize::InputArchive layers;
+    if (model.try_read("layers", layers))
+      for (int i = 0;; ++i) {
+        torch::serialize::InputArchive layer, attn;
+        if (!layers.try_read(std::to_string(i), layer) || !layer.try_read("attn", attn)) break;
+        frame_params += 2;
       }
-      frames.read(p + "m", m);
+  }
+  if (has_frames) {
+    for (std::int64_t k = 0; k < frame_params; ++k) {
+      torch::Tensor master, m;
+      if (!frames.try_read(training::checkpoint::frame_key(k, "master"), master)) continue;
+      if (!frames.try_read(training::checkpoint::frame_key(k, "m"), m) || m.sizes() != master.sizes() || master.dim() != 3) {
+        std::cerr << "stiefel certify: " << path << ": frame " << k << "'s first moment is missing or not of its frame's shape\n";
+        return 2;
+      }
       for (std::int64_t h = 0; h < master.size(0); ++h) {
         const std::string name = "param " + std::to_string(k) + " frame " + std::to_string(h);
         const Matrix<double> w = to_eigen(master[h]), mm = to_eigen(m[h]);

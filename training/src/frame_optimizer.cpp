@@ -1,5 +1,7 @@
 #include <stiefel/training/frame_optimizer.h>
 
+#include <stiefel/training/checkpoint.h>
+
 namespace stiefel::training {
 
 FrameOptimizer::FrameOptimizer(std::vector<torch::Tensor> params, FrameHyper hyper)
@@ -50,13 +52,13 @@ void FrameOptimizer::save(torch::serialize::OutputArchive& archive) const {
     for (const auto& p : group.params()) {
       const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
       const auto it = state_.find(key);
-      const std::string prefix = "frame" + std::to_string(index++) + "_";
+      const std::int64_t i = index++;
       if (it == state_.end()) continue;
       const auto& st = static_cast<const FrameParamState&>(*it->second);
-      archive.write(prefix + "master", st.master);
-      archive.write(prefix + "m", st.frame.m);
-      archive.write(prefix + "v", st.frame.v);
-      archive.write(prefix + "step", torch::tensor(st.frame.step));
+      archive.write(checkpoint::frame_key(i, "master"), st.master);
+      archive.write(checkpoint::frame_key(i, "m"), st.frame.m);
+      archive.write(checkpoint::frame_key(i, "v"), st.frame.v);
+      archive.write(checkpoint::frame_key(i, "step"), torch::tensor(st.frame.step));
     }
 }
 
@@ -64,13 +66,13 @@ void FrameOptimizer::load(torch::serialize::InputArchive& archive) {
   std::int64_t index = 0;
   for (auto& group : param_groups_)
     for (auto& p : group.params()) {
-      const std::string prefix = "frame" + std::to_string(index++) + "_";
+      const std::int64_t i = index++;
       auto st = std::make_unique<FrameParamState>();
-      if (!archive.try_read(prefix + "master", st->master)) continue;
-      archive.read(prefix + "m", st->frame.m);
-      archive.read(prefix + "v", st->frame.v);
+      if (!archive.try_read(checkpoint::frame_key(i, "master"), st->master)) continue;
+      archive.read(checkpoint::frame_key(i, "m"), st->frame.m);
+      archive.read(checkpoint::frame_key(i, "v"), st->frame.v);
       torch::Tensor step;
-      archive.read(prefix + "step", step);
+      archive.read(checkpoint::frame_key(i, "step"), step);
       // A stored tensor replaces the state whatever its shape: check each against the frame.
       const auto expect = [&](const torch::Tensor& t, const std::string& key, bool frame_shaped) {
         const bool shape_ok = frame_shaped ? t.sizes() == p.sizes()
@@ -78,15 +80,15 @@ void FrameOptimizer::load(torch::serialize::InputArchive& archive) {
         if (!shape_ok || t.scalar_type() != torch::kFloat64)
           throw std::invalid_argument("checkpoint tensor " + key + " has shape " + c10::str(t.sizes()) + " and type " +
                                       std::string(c10::toString(t.scalar_type())) + "; the frame " +
-                                      std::to_string(index - 1) + " needs " +
+                                      std::to_string(i) + " needs " +
                                       (frame_shaped ? c10::str(p.sizes()) : "[" + std::to_string(p.size(0)) + ", …]") +
                                       " in float64");
       };
-      expect(st->master, prefix + "master", true);
-      expect(st->frame.m, prefix + "m", true);
-      expect(st->frame.v, prefix + "v", false);
+      expect(st->master, checkpoint::frame_key(i, "master"), true);
+      expect(st->frame.m, checkpoint::frame_key(i, "m"), true);
+      expect(st->frame.v, checkpoint::frame_key(i, "v"), false);
       if (step.numel() != 1 || step.item<std::int64_t>() < 0)
-        throw std::invalid_argument("checkpoint tensor " + prefix + "step is not a non-negative step count");
+        throw std::invalid_argument("checkpoint tensor " + checkpoint::frame_key(i, "step") + " is not a non-negative step count");
       st->frame.step = step.item<std::int64_t>();
       state_[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(st);
     }

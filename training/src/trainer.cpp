@@ -14,6 +14,7 @@
 #include <ostream>
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/sha256.h>
+#include <stiefel/training/checkpoint.h>
 #include <stiefel/training/compute.h>
 #include <stiefel/training/datasets.h>
 #include <stiefel/training/frame_optimizer.h>
@@ -140,26 +141,6 @@ Data load_data(const TrainConfig& c) {
     d.record["validation"] = {{"first", c.n}, {"count", c.val_n},
                               {"note", "training images [n, n + val_n): never trained on, not in the PCA fit"}};
   return d;
-}
-
-// A torch error as one line naming the file (the full message, with LibTorch's backtrace, only
-// with STIEFEL_VERBOSE set).
-[[noreturn]] void rethrow_torch(const fs::path& path, const std::string& what, const c10::Error& e) {
-  std::string msg = std::getenv("STIEFEL_VERBOSE") ? e.what() : e.what_without_backtrace();
-  if (!std::getenv("STIEFEL_VERBOSE") && msg.find('\n') != std::string::npos) msg = msg.substr(0, msg.find('\n'));
-  throw std::runtime_error(path.string() + ": " + what + " (" + msg + ")");
-}
-
-// The settings a resume must match, named for the message: "riemann_lr (1 → 0.5), arm (...)".
-std::string differing_settings(const nlohmann::json& stored, const nlohmann::json& now) {
-  std::string out;
-  for (const auto& [k, v] : now.items())
-    if (!stored.contains(k) || stored[k] != v)
-      out += (out.empty() ? "" : ", ") + k + " (" + (stored.contains(k) ? stored[k].dump() : "absent") + " → " +
-             v.dump() + ")";
-  for (const auto& [k, v] : stored.items())
-    if (!now.contains(k)) out += (out.empty() ? "" : ", ") + k + " (" + v.dump() + " → absent)";
-  return out;
 }
 
 // The first non-finite tensor among NAMED (its gradient when `grad`), or "" when all are finite. One
@@ -300,7 +281,7 @@ nlohmann::json read_existing_run(const TrainConfig& c, const fs::path& run_path,
   nlohmann::json run = parse();
   check_stored_record(run, run_path);
   if (run.contains("options")) {
-    const auto differs = differing_settings(run["options"], options);
+    const auto differs = checkpoint::differing_settings(run["options"], options);
     if (!differs.empty())
       throw std::invalid_argument("--resume: " + run_path.string() + " records another run: " + differs +
                                   "; resume with the same options, use another --out, or --overwrite");
@@ -526,56 +507,11 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
         throw std::invalid_argument(ckpt_path.string() + ": SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " +
                                     run_path.string() + " records (damaged, or from another run); --overwrite starts over");
     }
-    torch::Tensor epoch;
-    try {
-      torch::serialize::InputArchive archive;
-      archive.load_from(ckpt_path.string());
-      c10::IValue stored_options;
-      if (archive.try_read("options", stored_options)) {
-        nlohmann::json stored;
-        try {
-          stored = nlohmann::json::parse(stored_options.toStringRef());
-        } catch (const nlohmann::json::exception& e) {
-          throw std::invalid_argument(ckpt_path.string() + ": its stored options are not readable (" + e.what() + ")");
-        }
-        const auto differs = differing_settings(stored, options);
-        if (!differs.empty())
-          throw std::invalid_argument("--resume: " + ckpt_path.string() + " is a checkpoint of another run: " + differs);
-      }
-      torch::serialize::InputArchive model_archive, adam_archive, frame_archive;
-      archive.read("model", model_archive);
-      // Module::load replaces each tensor with the stored one whatever its shape or type: compare.
-      std::vector<std::tuple<std::string, std::vector<std::int64_t>, c10::ScalarType>> expected;
-      for (const auto& t : model->named_parameters()) expected.emplace_back(t.key(), t.value().sizes().vec(), t.value().scalar_type());
-      for (const auto& t : model->named_buffers()) expected.emplace_back(t.key(), t.value().sizes().vec(), t.value().scalar_type());
-      model->load(model_archive);
-      std::map<std::string, torch::Tensor> loaded;
-      for (const auto& t : model->named_parameters()) loaded[t.key()] = t.value();
-      for (const auto& t : model->named_buffers()) loaded[t.key()] = t.value();
-      for (const auto& [key, sizes, type] : expected) {
-        const torch::Tensor& t = loaded.at(key);
-        if (t.sizes().vec() != sizes || t.scalar_type() != type)
-          throw std::invalid_argument(ckpt_path.string() + ": model tensor " + key + " has shape " + c10::str(t.sizes()) +
-                                      " (" + c10::toString(t.scalar_type()) + "), the model needs " +
-                                      c10::str(c10::IntArrayRef(sizes)) + " (" + c10::toString(type) + ")");
-      }
-      archive.read("adamw", adam_archive);
-      adamw.load(adam_archive);
-      if (frame_opt) {
-        archive.read("frames", frame_archive);
-        try {
-          frame_opt->load(frame_archive);
-        } catch (const std::invalid_argument& e) {
-          throw std::invalid_argument(ckpt_path.string() + ": " + e.what());
-        }
-      }
-      archive.read("epoch", epoch);
-      if (epoch.numel() != 1 || epoch.item<std::int64_t>() < 0)
-        throw std::invalid_argument(ckpt_path.string() + ": its epoch tensor is not a non-negative epoch");
-    } catch (const c10::Error& e) {
-      rethrow_torch(ckpt_path, "not a readable checkpoint of this run", e);
-    }
-    start_epoch = epoch.item<std::int64_t>();
+    std::ifstream in(ckpt_path, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!in.good() && !in.eof()) throw std::runtime_error(ckpt_path.string() + ": cannot be read");
+    checkpoint::State state{&model, &adamw, frame_opt.get()};
+    start_epoch = checkpoint::restore(bytes, ckpt_path.string(), options, state);
     if (recorded_epoch >= 0 && recorded_epoch != start_epoch)
       throw std::invalid_argument(ckpt_path.string() + ": holds epoch " + std::to_string(start_epoch) + " but " +
                                run_path.string() + " records it as epoch " + std::to_string(recorded_epoch));
@@ -784,23 +720,8 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
     // epoch ahead of a checkpoint it still names; a resume recomputes that epoch bit-identically.
     // Serialised in memory, written by io's checked writer: LibTorch's own file writer cannot report
     // a full disk (its destructor throws again while unwinding, which terminates the process).
-    const std::string checkpoint_bytes = [&] {
-      torch::serialize::OutputArchive archive, model_archive, adam_archive, frame_archive;
-      model->save(model_archive);
-      adamw.save(adam_archive);
-      archive.write("model", model_archive);
-      archive.write("adamw", adam_archive);
-      if (frame_opt) {
-        frame_opt->save(frame_archive);
-        archive.write("frames", frame_archive);
-      }
-      archive.write("epoch", torch::tensor(epoch + 1));
-      archive.write("global_step", torch::tensor(global_step));
-      archive.write("options", c10::IValue(options.dump()));
-      std::ostringstream bytes;
-      archive.save_to(bytes);
-      return std::move(bytes).str();
-    }();
+    const checkpoint::State state{&model, &adamw, frame_opt.get()};
+    const std::string checkpoint_bytes = checkpoint::serialise(state, epoch + 1, global_step, options);
     io::PendingFile checkpoint(ckpt_path, checkpoint_bytes);
     auto& hashes = run["checkpoints"];
     if (!hashes.is_object()) hashes = nlohmann::json::object();
