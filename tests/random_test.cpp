@@ -2,7 +2,8 @@
 // normal, and random objects have the structure they claim.
 #include <gtest/gtest.h>
 
-#include <stiefel/properties/residual.h>
+#include <stiefel/properties/identity.h>
+#include <stiefel/properties/stiefel_identities.h>
 #include <stiefel/random.h>
 
 namespace stiefel {
@@ -36,15 +37,17 @@ TEST(Random, GaussianHasStandardMoments) {
 TEST(Random, ObjectsHaveTheirStructure) {
   Rng rng(5);
   const auto q = random_orthogonal<double>(rng, 9);
-  EXPECT_LE(properties::residual_ratio<double>(isometry_error(q), 1.0, 9.0), properties::kRatioThreshold);
+  const auto orthogonal = properties::on_stiefel<double>(q, 9.0);
+  EXPECT_TRUE(orthogonal.holds()) << orthogonal;
   const auto a = random_symmetric<double>(rng, 6);
   EXPECT_EQ((a - a.transpose()).norm(), 0.0);
   const auto w = random_stiefel<double>(rng, 9, 4);
   const auto xi = random_tangent<double>(rng, w);
-  EXPECT_LE(properties::residual_ratio<double>(sym(w.transpose() * xi).norm(), xi.norm(), 9.0),
-            properties::kRatioThreshold);
-  EXPECT_LE(properties::residual_ratio<double>((orthogonal_complement<double>(w).transpose() * w).norm(), 1.0, 9.0),
-            properties::kRatioThreshold);
+  const auto tangent = properties::tangent_at<double>(w, xi, xi.norm(), 9.0);
+  EXPECT_TRUE(tangent.holds()) << tangent;
+  const auto complement = properties::matrix_identity<double>(
+      "W_perp^T W = 0", Eigen::MatrixXd::Zero(5, 4), orthogonal_complement<double>(w).transpose() * w, 1.0, 9.0);
+  EXPECT_TRUE(complement.holds()) << complement;
 }
 
 }  // namespace

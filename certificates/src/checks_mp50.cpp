@@ -1,13 +1,15 @@
-// The checks instantiated for the 50-digit reference type (the slow translation unit).
-#include <stiefel/multiprecision.h>
+// The checks and figures of every group, instantiated for the 50-digit reference type (the slow
+// translation unit), and the 50-digit reference of check_gradient_exact.
+#include "claims/all_checks.h"
 
-#include "checks_impl.h"
-
-using mp50 = stiefel::mp50;
-#define STIEFEL_INSTANTIATE_ONE_mp50(name) template CheckResult check_##name<mp50>(const Case&, int);
-STIEFEL_INSTANTIATE_CHECKS(mp50)
+#define STIEFEL_INSTANTIATE_CHECK(name, Mutant) template CheckResult check_##name<mp50>(const Case&, Mutant);
+#define STIEFEL_INSTANTIATE_FIGURES(name) template nlohmann::json figures_##name<mp50>();
 
 namespace stiefel::certificates {
+
+using mp50 = stiefel::mp50;
+STIEFEL_ALL_CHECKS(STIEFEL_INSTANTIATE_CHECK)
+STIEFEL_ALL_FIGURES(STIEFEL_INSTANTIATE_FIGURES)
 
 DirectionalReference directional_reference(const Case& c, int k) {
   const auto a = make_attention_case<mp50>(c);

@@ -29,7 +29,7 @@
 namespace stiefel::certificates {
 namespace {
 
-constexpr const char* kSchemaVersion = "1.0";
+constexpr const char* kSchemaVersion = "1.1";
 constexpr int kMaxShrinkEvaluations = 400;
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
@@ -59,10 +59,9 @@ nlohmann::json result_json(const CheckResult& r) {
 }
 
 // Runs a check, turning an exception into a failing result that says what was thrown.
-template <class Fn>
-CheckResult guarded(Fn fn, const Case& c, int variant) {
+CheckResult guarded(const CheckFn& fn, const Case& c) {
   try {
-    return fn(c, variant);
+    return fn(c);
   } catch (const std::exception& e) {
     CheckResult r;
     r.ratio = std::numeric_limits<double>::infinity();
@@ -134,104 +133,134 @@ struct ClaimRun {
   double seconds = 0;
 };
 
-ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base_seed) {
-  const auto start = std::chrono::steady_clock::now();
-  const bool use_double = opt.precision != Precision::kMp50;
-  const bool use_mp50 = opt.precision != Precision::kDouble;
-  const int n = claim.randomised ? opt.cases : 1;
-  const std::uint64_t seed = mix(base_seed ^ fnv1a(claim.id));
+// One claim's run: the precisions it runs in, and the check in force (the claim's own, or the
+// control swapped in for it).
+struct ClaimSetting {
+  const Claim& claim;
+  bool use_double = true, use_mp50 = true;
+  const Control* swapped = nullptr;
+  const Check* active = nullptr;
 
-  int variant = 0;
+  // A check in the primary precision: float64 unless only the 50-digit run is asked for.
+  CheckResult primary(const Check& check, const Case& c) const {
+    return use_double ? guarded(check.float64, c) : guarded(check.mp50, c);
+  }
+};
+
+ClaimSetting claim_setting(const Claim& claim, const RunOptions& opt) {
+  ClaimSetting s{claim, opt.precision != Precision::kMp50, opt.precision != Precision::kDouble};
   if (opt.swap_control) {
     const auto colon = opt.swap_control->find(':');
     if (opt.swap_control->substr(0, colon) == claim.id)
       for (const auto& ctl : claim.controls)
-        if (ctl.id == opt.swap_control->substr(colon + 1)) variant = ctl.variant;
+        if (ctl.id == opt.swap_control->substr(colon + 1)) s.swapped = &ctl;
   }
-  auto primary = [&](const Case& c, int v) {
-    return use_double ? guarded(claim.check_double, c, v) : guarded(claim.check_mp50, c, v);
-  };
+  s.active = s.swapped ? &s.swapped->check : &claim.check;
+  return s;
+}
 
-  const auto cases = draw_cases(claim, seed, n);
+// The failures, worst ratios and residuals of the check in force over the cases, per precision.
+struct CaseTally {
   int fail64 = 0, failmp = 0;
   double worst64 = -1, worstmp = -1, resid64 = 0, residmp = 0;
   nlohmann::json worst_case;
   std::optional<std::size_t> first_failure;
+};
+
+CaseTally run_cases(const ClaimSetting& s, const std::vector<CaseRecord>& cases) {
+  CaseTally t;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i].value;
-    if (use_double) {
-      const CheckResult r = guarded(claim.check_double, c, variant);
-      if (!passes(r, claim.tolerance)) {
-        ++fail64;
-        if (!first_failure) first_failure = i;
+    if (s.use_double) {
+      const CheckResult r = guarded(s.active->float64, c);
+      if (!passes(r, s.claim.tolerance)) {
+        ++t.fail64;
+        if (!t.first_failure) t.first_failure = i;
       }
       const double ratio = std::isfinite(r.ratio) ? r.ratio : std::numeric_limits<double>::max();
-      if (ratio > worst64) {
-        worst64 = ratio;
-        resid64 = r.residual;
-        worst_case = to_json(c);
+      if (ratio > t.worst64) {
+        t.worst64 = ratio;
+        t.resid64 = r.residual;
+        t.worst_case = to_json(c);
       }
     }
-    if (use_mp50) {
-      const CheckResult r = guarded(claim.check_mp50, c, variant);
-      if (!passes(r, claim.tolerance)) {
-        ++failmp;
-        if (!use_double && !first_failure) first_failure = i;
+    if (s.use_mp50) {
+      const CheckResult r = guarded(s.active->mp50, c);
+      if (!passes(r, s.claim.tolerance)) {
+        ++t.failmp;
+        if (!s.use_double && !t.first_failure) t.first_failure = i;
       }
       const double ratio = std::isfinite(r.ratio) ? r.ratio : std::numeric_limits<double>::max();
-      if (ratio > worstmp) {
-        worstmp = ratio;
-        residmp = r.residual;
-        if (!use_double) worst_case = to_json(c);
+      if (ratio > t.worstmp) {
+        t.worstmp = ratio;
+        t.residmp = r.residual;
+        if (!s.use_double) t.worst_case = to_json(c);
       }
     }
   }
+  return t;
+}
 
-  // Observed status, and the shrunk counterexample of a failing claim in both precisions.
+// The observed status, and the shrunk counterexample of a failing claim in both precisions.
+struct Verdict {
   std::string observed;
   nlohmann::json counterexample = nullptr;
   std::string behaviour;
-  if (!first_failure && failmp == 0) {
-    observed = "certified";
+};
+
+Verdict judge(const ClaimSetting& s, const std::vector<CaseRecord>& cases, const CaseTally& t) {
+  Verdict v;
+  if (!t.first_failure && t.failmp == 0) {
+    v.observed = "certified";
     std::ostringstream os;
     os << std::setprecision(3) << "passes in every case";
-    if (use_double) os << "; float64 worst ratio " << worst64 << " (residual " << resid64 << ")";
-    if (use_mp50) os << "; 50-digit worst ratio " << worstmp << " (residual " << residmp << ")";
-    behaviour = os.str();
-  } else if (!first_failure) {
-    observed = "inconclusive";
-    behaviour = "passes in float64 but fails at 50 digits";
-  } else {
-    auto fails = [&](const Case& c) { return !passes(primary(c, variant), claim.tolerance); };
-    const auto [minimal, steps] = shrink(cases[*first_failure].shrinkable, fails);
-    counterexample = {{"case", to_json(minimal)}, {"shrink_steps", steps}};
-    CheckResult r64, rmp;
-    if (use_double) counterexample["float64"] = result_json(r64 = guarded(claim.check_double, minimal, variant));
-    if (use_mp50) counterexample["mp50"] = result_json(rmp = guarded(claim.check_mp50, minimal, variant));
-    if (use_double && use_mp50) {
-      // A false claim's violation does not shrink with precision; a rounding artefact does.
-      const bool persists = !passes(rmp, claim.tolerance) &&
-                            std::abs(rmp.residual) >= 0.01 * std::abs(r64.residual);
-      observed = persists ? "refuted" : "inconclusive";
-      std::ostringstream os;
-      os << std::setprecision(4) << (persists ? "violation persists at 50 digits" : "violation shrinks with precision")
-         << ": residual " << r64.residual << " (float64) vs " << rmp.residual << " (50-digit)";
-      behaviour = os.str();
-    } else {
-      observed = "refuted";
-      behaviour = "single precision run: violation not cross-checked";
-    }
+    if (s.use_double) os << "; float64 worst ratio " << t.worst64 << " (residual " << t.resid64 << ")";
+    if (s.use_mp50) os << "; 50-digit worst ratio " << t.worstmp << " (residual " << t.residmp << ")";
+    v.behaviour = os.str();
+    return v;
   }
+  if (!t.first_failure) {
+    v.observed = "inconclusive";
+    v.behaviour = "passes in float64 but fails at 50 digits";
+    return v;
+  }
+  auto fails = [&](const Case& c) { return !passes(s.primary(*s.active, c), s.claim.tolerance); };
+  const auto [minimal, steps] = shrink(cases[*t.first_failure].shrinkable, fails);
+  v.counterexample = {{"case", to_json(minimal)}, {"shrink_steps", steps}};
+  CheckResult r64, rmp;
+  if (s.use_double) v.counterexample["float64"] = result_json(r64 = guarded(s.active->float64, minimal));
+  if (s.use_mp50) v.counterexample["mp50"] = result_json(rmp = guarded(s.active->mp50, minimal));
+  if (s.use_double && s.use_mp50) {
+    // A false claim's violation does not shrink with precision; a rounding artefact does.
+    const bool persists = !passes(rmp, s.claim.tolerance) &&
+                          std::abs(rmp.residual) >= 0.01 * std::abs(r64.residual);
+    v.observed = persists ? "refuted" : "inconclusive";
+    std::ostringstream os;
+    os << std::setprecision(4) << (persists ? "violation persists at 50 digits" : "violation shrinks with precision")
+       << ": residual " << r64.residual << " (float64) vs " << rmp.residual << " (50-digit)";
+    v.behaviour = os.str();
+  } else {
+    v.observed = "refuted";
+    v.behaviour = "single precision run: violation not cross-checked";
+  }
+  return v;
+}
 
-  // Non-vacuity controls: each must fail on every case by the claim's control margin.
-  nlohmann::json controls = nlohmann::json::array();
+// Non-vacuity controls: each must fail on every case by the claim's control margin.
+struct ControlRuns {
+  nlohmann::json entries = nlohmann::json::array();
   int killed = 0;
+};
+
+ControlRuns run_controls(const ClaimSetting& s, const std::vector<CaseRecord>& cases) {
+  const Claim& claim = s.claim;
+  ControlRuns out;
   for (const auto& ctl : claim.controls) {
     double min_margin = std::numeric_limits<double>::infinity();
     int survived = 0;
     nlohmann::json surviving = nullptr, example = nullptr;
     for (const auto& rec : cases) {
-      const CheckResult r = primary(rec.value, ctl.variant);
+      const CheckResult r = s.primary(ctl.check, rec.value);
       const double margin = std::isfinite(r.ratio) ? r.ratio / claim.tolerance
                                                    : std::numeric_limits<double>::infinity();
       if (example.is_null()) example = r.detail;
@@ -242,46 +271,71 @@ ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base
       }
     }
     const bool is_killed = survived == 0;
-    killed += is_killed;
-    controls.push_back({{"id", ctl.id}, {"description", ctl.description},
-                        {"status", is_killed ? "killed" : "survived"},
-                        {"min_margin", finite_or_null(min_margin)},
-                        {"required_margin", claim.control_margin},
-                        {"cases", int(cases.size())}, {"cases_survived", survived},
-                        {"first_case_detail", example}, {"surviving_case", surviving}});
+    out.killed += is_killed;
+    out.entries.push_back({{"id", ctl.id}, {"description", ctl.description},
+                           {"status", is_killed ? "killed" : "survived"},
+                           {"min_margin", finite_or_null(min_margin)},
+                           {"required_margin", claim.control_margin},
+                           {"cases", int(cases.size())}, {"cases_survived", survived},
+                           {"first_case_detail", example}, {"surviving_case", surviving}});
   }
-  if (killed < int(claim.controls.size()) && observed == "certified") observed = "vacuous";
+  return out;
+}
 
+// The claim's extra figures (e.g. Table 9), per precision.
+nlohmann::json claim_figures(const ClaimSetting& s) {
   nlohmann::json figures = nlohmann::json::object();
-  if (claim.figures_double && use_double) figures["float64"] = claim.figures_double();
-  if (claim.figures_mp50 && use_mp50) figures["mp50"] = claim.figures_mp50();
+  if (s.claim.figures_double && s.use_double) figures["float64"] = s.claim.figures_double();
+  if (s.claim.figures_mp50 && s.use_mp50) figures["mp50"] = s.claim.figures_mp50();
+  return figures;
+}
 
-  ClaimRun out;
-  out.observed = observed;
-  out.controls = int(claim.controls.size());
-  out.controls_killed = killed;
-  out.met = observed == expected_name(claim.expected) && killed == out.controls && variant == 0;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  out.entry = {
+// The claim's entry in the certificate.
+nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, const CaseTally& t,
+                           const Verdict& v, const ControlRuns& controls, nlohmann::json figures,
+                           const ClaimRun& run) {
+  const Claim& claim = s.claim;
+  return {
       {"id", claim.id}, {"source", claim.source}, {"statement", claim.statement},
       {"kind", claim.kind}, {"generator", claim.generator}, {"residual", claim.residual},
       {"tolerance", {{"value", claim.tolerance}, {"meaning", claim.factor},
                      {"control_margin", claim.control_margin}}},
       {"expected", expected_name(claim.expected)}, {"analysis", claim.analysis},
-      {"observed", observed}, {"meets_expectation", out.met},
-      {"swapped_control", variant == 0 ? nlohmann::json(nullptr) : nlohmann::json(variant)},
-      {"cases", n}, {"cases_mp50", use_mp50 ? n : 0},
-      {"failures", {{"float64", use_double ? nlohmann::json(fail64) : nlohmann::json(nullptr)},
-                    {"mp50", use_mp50 ? nlohmann::json(failmp) : nlohmann::json(nullptr)}}},
-      {"worst", {{"ratio_float64", use_double ? finite_or_null(worst64) : nullptr},
-                 {"ratio_mp50", use_mp50 ? finite_or_null(worstmp) : nullptr},
-                 {"residual_float64", use_double ? finite_or_null(resid64) : nullptr},
-                 {"residual_mp50", use_mp50 ? finite_or_null(residmp) : nullptr},
-                 {"case", worst_case}}},
-      {"precision_behaviour", behaviour}, {"counterexample", counterexample},
-      {"controls", controls}, {"figures", figures}, {"seconds", out.seconds},
+      {"observed", run.observed}, {"meets_expectation", run.met},
+      {"swapped_control", s.swapped ? nlohmann::json(s.swapped->id) : nlohmann::json(nullptr)},
+      {"cases", n}, {"cases_mp50", s.use_mp50 ? n : 0},
+      {"failures", {{"float64", s.use_double ? nlohmann::json(t.fail64) : nlohmann::json(nullptr)},
+                    {"mp50", s.use_mp50 ? nlohmann::json(t.failmp) : nlohmann::json(nullptr)}}},
+      {"worst", {{"ratio_float64", s.use_double ? finite_or_null(t.worst64) : nullptr},
+                 {"ratio_mp50", s.use_mp50 ? finite_or_null(t.worstmp) : nullptr},
+                 {"residual_float64", s.use_double ? finite_or_null(t.resid64) : nullptr},
+                 {"residual_mp50", s.use_mp50 ? finite_or_null(t.residmp) : nullptr},
+                 {"case", t.worst_case}}},
+      {"precision_behaviour", v.behaviour}, {"counterexample", v.counterexample},
+      {"controls", controls.entries}, {"figures", figures}, {"seconds", run.seconds},
       {"reproduce", "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
                         std::to_string(opt.cases) + " --claims '^" + claim.id + "$'"}};
+}
+
+// Runs one claim: its cases, its verdict, its controls, its figures.
+ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base_seed) {
+  const auto start = std::chrono::steady_clock::now();
+  const ClaimSetting s = claim_setting(claim, opt);
+  const int n = claim.randomised ? opt.cases : 1;
+  const auto cases = draw_cases(claim, mix(base_seed ^ fnv1a(claim.id)), n);
+  const CaseTally tally = run_cases(s, cases);
+  Verdict verdict = judge(s, cases, tally);
+  const ControlRuns controls = run_controls(s, cases);
+  if (controls.killed < int(claim.controls.size()) && verdict.observed == "certified") verdict.observed = "vacuous";
+
+  ClaimRun out;
+  out.observed = verdict.observed;
+  out.controls = int(claim.controls.size());
+  out.controls_killed = controls.killed;
+  out.met = out.observed == expected_name(claim.expected) && controls.killed == out.controls && !s.swapped;
+  nlohmann::json figures = claim_figures(s);
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.entry = claim_entry(s, opt, n, tally, verdict, controls, std::move(figures), out);
   return out;
 }
 
@@ -335,9 +389,9 @@ std::string utc_now() {
   return buf;
 }
 
-}  // namespace
-
-RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
+// The claims the options select, in registry order; throws std::invalid_argument for a bad regex, a
+// regex matching no claim, or an unknown --swap-control target.
+std::vector<const Claim*> select_claims(const RunOptions& opt) {
   std::regex pattern;
   try {
     pattern = std::regex(opt.claims, std::regex::ECMAScript);
@@ -360,12 +414,15 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
       throw std::invalid_argument("--swap-control: '" + *opt.swap_control +
                                   "' names no registered CLAIM:CONTROL pair");
   }
+  return selected;
+}
 
-  const auto start = std::chrono::steady_clock::now();
-  const std::string started = utc_now();
+// Runs the selected claims on `jobs` threads, the costly ones first, logging one line per claim as
+// it finishes; the runs come back in the order of `selected`.
+std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, const RunOptions& opt, unsigned jobs,
+                                 std::ostream& log) {
   std::vector<ClaimRun> runs(selected.size());
   std::atomic<std::size_t> next{0};
-  const unsigned jobs = opt.jobs > 0 ? unsigned(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
   std::mutex log_mutex;
   std::vector<std::size_t> order(selected.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -389,19 +446,43 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   std::vector<std::thread> pool;
   for (unsigned j = 0; j < std::min<std::size_t>(jobs, selected.size()); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return runs;
+}
 
-  RunResult result;
-  nlohmann::json claims = nlohmann::json::array();
+// The certificate's summary of the runs; counts the runs that met and failed their expectation.
+nlohmann::json summary_json(const std::vector<ClaimRun>& runs, RunResult& result) {
   std::map<std::string, int> by_status;
   int controls = 0, controls_killed = 0;
   for (const auto& r : runs) {
-    claims.push_back(r.entry);
     ++by_status[r.observed];
     controls += r.controls;
     controls_killed += r.controls_killed;
     (r.met ? result.passed : result.failed)++;
   }
+  return {{"claims", int(runs.size())}, {"controls", controls},
+          {"claims_and_controls", int(runs.size()) + controls},
+          {"certified", by_status["certified"]}, {"refuted", by_status["refuted"]},
+          {"vacuous", by_status["vacuous"]}, {"inconclusive", by_status["inconclusive"]},
+          {"controls_killed", controls_killed},
+          {"controls_survived", controls - controls_killed},
+          {"met_expectation", result.passed}, {"failed_expectation", result.failed},
+          {"passed", result.failed == 0}};
+}
+
+}  // namespace
+
+RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
+  const std::vector<const Claim*> selected = select_claims(opt);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string started = utc_now();
+  const unsigned jobs = opt.jobs > 0 ? unsigned(opt.jobs) : std::max(1u, std::thread::hardware_concurrency());
+  const std::vector<ClaimRun> runs = run_claims(selected, opt, jobs, log);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  RunResult result;
+  nlohmann::json claims = nlohmann::json::array();
+  for (const auto& r : runs) claims.push_back(r.entry);
+  nlohmann::json summary = summary_json(runs, result);
   const char* precision_name = opt.precision == Precision::kDouble ? "double"
                                : opt.precision == Precision::kMp50 ? "mp50"
                                                                    : "both";
@@ -423,14 +504,7 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
                      {"reference_type", "boost::multiprecision::number<cpp_bin_float<50>, et_off>"},
                      {"reference_unit_roundoff", to_double(unit_roundoff<mp50>())}}},
       {"claims", claims},
-      {"summary", {{"claims", int(runs.size())}, {"controls", controls},
-                   {"claims_and_controls", int(runs.size()) + controls},
-                   {"certified", by_status["certified"]}, {"refuted", by_status["refuted"]},
-                   {"vacuous", by_status["vacuous"]}, {"inconclusive", by_status["inconclusive"]},
-                   {"controls_killed", controls_killed},
-                   {"controls_survived", controls - controls_killed},
-                   {"met_expectation", result.passed}, {"failed_expectation", result.failed},
-                   {"passed", result.failed == 0}}}};
+      {"summary", summary}};
   log << "wall " << std::fixed << std::setprecision(1) << wall << " s\n";
   log.unsetf(std::ios::fixed);
   return result;

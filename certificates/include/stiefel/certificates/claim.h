@@ -1,12 +1,13 @@
 // A registered claim of the paper: what is asserted, where, how it is checked, what we expect.
-// A claim is checked by one function per precision, `check(case, variant)`: variant 0 is the claim
-// itself, variant k ≥ 1 its k-th non-vacuity control (a mutant of the code or of the input that
-// must fail the same check on every case). A check passes iff ratio ≤ tolerance.
+// A claim is checked by one function per precision; each of its non-vacuity controls is the same
+// check run with a named mutant (of the code or of the input) that must fail it on every case.
+// A check passes iff ratio ≤ tolerance.
 #pragma once
 
 #include <rapidcheck.h>
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
@@ -40,17 +41,23 @@ struct CheckResult {
   nlohmann::json detail = nlohmann::json::object();
 };
 
-template <class Scalar>
-using CheckFn = CheckResult (*)(const Case&, int variant);
+// A check with its mutant bound (none for the claim itself), in one precision.
+using CheckFn = std::function<CheckResult(const Case&)>;
+
+// The same check in float64 and in 50 digits.
+struct Check {
+  CheckFn float64;
+  CheckFn mp50;
+};
 
 using FiguresFn = nlohmann::json (*)();
 
 enum class Expected { kCertified, kRefuted };
 
 struct Control {
-  std::string id;
+  std::string id;           // the mutant's name in the certificate
   std::string description;
-  int variant = 1;
+  Check check;              // the claim's check, run with this mutant
 };
 
 struct Claim {
@@ -68,8 +75,7 @@ struct Claim {
   bool randomised = true; // false: one deterministic case
   int cost = 1;            // relative run time: the runner starts the costly claims first
   rc::Gen<Case> (*generator_fn)() = nullptr;
-  CheckFn<double> check_double = nullptr;
-  CheckResult (*check_mp50)(const Case&, int) = nullptr;
+  Check check;
   std::vector<Control> controls;
   FiguresFn figures_double = nullptr;  // extra figures (e.g. Table 9), per precision
   FiguresFn figures_mp50 = nullptr;

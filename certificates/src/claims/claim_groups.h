@@ -1,0 +1,21 @@
+// The claims of each group (claims/<group>.cpp), which registry() concatenates in the paper's order.
+#pragma once
+
+#include <vector>
+#include <stiefel/certificates/claim.h>
+
+namespace stiefel::certificates {
+
+std::vector<Claim> prop1_attention_gauge_claims();   // Prop. 1, §5.1, Table 8
+std::vector<Claim> prop2_projector_claims();         // Prop. 2, eq. (12)
+std::vector<Claim> prop3_scale_invariance_claims();  // Prop. 3
+std::vector<Claim> s53_displacement_claims();        // §5.3 after Prop. 3, Remark 5
+std::vector<Claim> prop6_rotation_claims();          // Prop. 6, §7
+std::vector<Claim> prop7_equivariance_claims();      // Prop. 7, Table 9
+std::vector<Claim> prop8_decay_claims();             // Prop. 8, §5.3, §5.4
+std::vector<Claim> s2_polar_claims();                // §2
+std::vector<Claim> orders_claims();                  // §2, §3.2, §5.1: orders of agreement
+std::vector<Claim> s53_canonical_metric_claims();    // eq. (4), §5.3
+std::vector<Claim> implemented_update_claims();      // Table 6, §3.2, §4.1
+
+}  // namespace stiefel::certificates

@@ -1,0 +1,65 @@
+// Gradient sequences for the update-rule claims (Prop. 3, §5.3, the implemented update): T steps of
+// H gradients d×r, √corr·D_h + √(1−corr)·N_t, under one of seven magnitude profiles (Case::profile).
+#pragma once
+
+#include "check_support.h"
+
+namespace stiefel::certificates {
+
+// Magnitude multiplier of step t (0-based) of T under a profile.
+inline double profile_magnitude(int profile, int t, int steps) {
+  const double frac = steps > 1 ? double(t) / double(steps - 1) : 0.0;
+  switch (profile) {
+    case 0: return 1.0;                                        // constant
+    case 1: return pow10(-6.0 * frac);                         // decaying over six decades
+    case 2: return pow10(6.0 * frac);                          // growing over six decades
+    case 3: return (t % 37 == 36) ? 1e4 : 1.0;                 // sudden spikes
+    case 4: return (t % 2 == 0) ? 1e-3 : 1e3;                  // alternating
+    case 5: return t < steps / 2 ? 1.0 : 1e-8;                 // sudden drop
+    case 6: return t < steps / 2 ? 1e-4 : 1.0;                 // sudden rise
+    default: return 1.0;
+  }
+}
+
+// The ambient gradients of step t: √corr·D_h + √(1−corr)·N_t with D_h a Gaussian direction
+// fixed for the run and N_t fresh Gaussian noise, scaled by 10^log10_scale · profile · extra.
+template <class S>
+Frames<S> sequence_gradients(Rng& rng, const Frames<S>& persistent, const Case& c, int t, double extra) {
+  const double mag = pow10(c.log10_scale) * profile_magnitude(c.profile, t, c.steps) * extra;
+  const S a(std::sqrt(c.corr) * mag), b(std::sqrt(1.0 - c.corr) * mag);
+  Frames<S> g;
+  for (int h = 0; h < c.heads; ++h)
+    g.push_back(a * persistent[h] + b * gaussian_matrix<S>(rng, c.d, c.r));
+  return g;
+}
+
+// B2 at the case's rate and ε, polar retraction by the Gram route.
+template <class S>
+RiemannianAdamHyper<S> sequence_hyper(const Case& c) {
+  RiemannianAdamHyper<S> h = b2_hyper<S>(S(pow10(c.log10_lr)), eps_of<S>(c));
+  h.retraction = Retraction::kPolarGram;
+  return h;
+}
+
+// Runs a Riemannian Adam over the case's gradient sequence (gradients × extra), calling
+// observe(t, frames, direction) after each direction and before the retraction.
+template <class S, class Observe>
+Frames<S> run_adam(const Case& c, const RiemannianAdamHyper<S>& hyper, double extra,
+                   Observe&& observe) {
+  Rng rng(c.seed);
+  Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Frames<S> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+  auto state = make_riemannian_adam_state<S>(w, hyper.moment);
+  for (int t = 0; t < c.steps; ++t) {
+    const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, extra);
+    auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+    observe(t, w, dir);
+    auto next = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
+    w = std::move(next.frames);
+    state = std::move(next.state);
+  }
+  return w;
+}
+
+}  // namespace stiefel::certificates

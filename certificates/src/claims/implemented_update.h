@@ -1,0 +1,346 @@
+// The implemented update (§2, §3.2, §4.1, §4.3, Table 6): every frame rule the training core
+// offers keeps its step tangent, its stored first moment tangent at the new frame, its frames on
+// St(d,r) (step after step and over 10⁴ steps), and its cap per head; the frozen arm never moves.
+// The controls are the bugs an implementation makes, each a near miss.
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gradient_sequences.h"
+
+namespace stiefel::certificates {
+
+enum class FrozenMutant { kNone, kOffManifoldFrame };
+// A normal component of 1e-6·‖η‖ left in the step; the stored first moment not re-projected at
+// the new frame; the polar factor replaced by its second-order expansion (W + η)(I − ηᵀη/2); the
+// cap τ√r applied to the [H, d, r] tensor as a whole instead of to each head.
+enum class UpdateMutant { kNone, kNormalComponentLeft, kMomentNotReprojected, kSecondOrderPolar, kCapWholeTensor };
+enum class LongRunMutant { kNone, kSecondOrderPolar };
+
+// Table 6's frozen arm: its step and polar(W) both return W; normalised by √r, factor d.
+template <class S>
+CheckResult check_frozen_fixes_frame(const Case& c, FrozenMutant mutant) {
+  Rng rng(c.seed);
+  Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  if (mutant == FrozenMutant::kOffManifoldFrame)  // 1e-6 off the manifold
+    w = w * (Matrix<S>::Identity(c.r, c.r) + random_symmetric<S>(rng, c.r) * S(1e-6));
+  const Matrix<S> frozen = riemannian_sgd_step<S>({w}, {gaussian_matrix<S>(rng, c.d, c.r)}, frozen_hyper<S>())[0];
+  CheckResult r = identity_result(matrix_identity<S>("frozen step(W) = W", w, frozen, sqrt(S(c.r)), double(c.d)));
+  keep_worst(r, identity_result(matrix_identity<S>("polar(W) = W", w, polar_svd<S>(w), sqrt(S(c.r)), double(c.d))));
+  return r;
+}
+
+// The frame rules of the training core's arms (training/src/trainer.cpp's make_arm), with the
+// hyper-parameters they take from core/'s presets.
+enum class FrameRule { kB2, kB2Mean, kB2Column, kB2Grassmann, kB2m, kB2mCan, kSgdGrassmann, kSgdStiefel, kFrozen };
+inline constexpr FrameRule kFrameRules[] = {FrameRule::kB2,       FrameRule::kB2Mean,       FrameRule::kB2Column,
+                                            FrameRule::kB2Grassmann, FrameRule::kB2m,      FrameRule::kB2mCan,
+                                            FrameRule::kSgdGrassmann, FrameRule::kSgdStiefel, FrameRule::kFrozen};
+
+inline const char* frame_rule_arm(FrameRule r) {
+  switch (r) {
+    case FrameRule::kB2: return "b2";
+    case FrameRule::kB2Mean: return "b2-mean-moment";
+    case FrameRule::kB2Column: return "b2-column";
+    case FrameRule::kB2Grassmann: return "b2-grassmann";
+    case FrameRule::kB2m: return "b2m";
+    case FrameRule::kB2mCan: return "b2m-can";
+    case FrameRule::kSgdGrassmann: return "b2-sgd (PA16)";
+    case FrameRule::kSgdStiefel: return "b2-sgd-stiefel";
+    case FrameRule::kFrozen: return "frozen";
+  }
+  return "?";
+}
+
+inline bool is_adam_rule(FrameRule r) {
+  return r != FrameRule::kSgdGrassmann && r != FrameRule::kSgdStiefel && r != FrameRule::kFrozen;
+}
+
+template <class S>
+RiemannianAdamHyper<S> adam_rule_hyper(FrameRule r, const S& lr, const S& eps) {
+  switch (r) {
+    case FrameRule::kB2Mean: return b2_mean_hyper<S>(lr, eps);
+    case FrameRule::kB2Column: return per_column_hyper<S>(lr, eps);
+    case FrameRule::kB2Grassmann: {
+      auto h = b2_hyper<S>(lr, eps);
+      h.map = TangentMap::kGrassmann;
+      return h;
+    }
+    case FrameRule::kB2m: return b2m_hyper<S>(lr, eps);
+    case FrameRule::kB2mCan: return b2m_can_hyper<S>(lr, eps);
+    default: return b2_hyper<S>(lr, eps);
+  }
+}
+
+template <class S>
+RiemannianSgdHyper<S> sgd_rule_hyper(FrameRule r, const S& lr) {
+  if (r == FrameRule::kFrozen) return frozen_hyper<S>();
+  RiemannianSgdHyper<S> h;
+  h.lr = lr;
+  h.map = r == FrameRule::kSgdStiefel ? TangentMap::kStiefel : TangentMap::kGrassmann;
+  return h;
+}
+
+// The learning-rate factor of step t of T: constant (schedule 0), or the training core's linear
+// warm-up over the first eighth of the steps and cosine to zero (schedule 1; the paper's 5 of 40
+// epochs). The final step of a cosine schedule has a rate of exactly zero.
+inline double schedule_factor(int schedule, int t, int steps) {
+  if (schedule == 0) return 1.0;
+  const int warmup = std::max(1, steps / 8);
+  if (t < warmup) return double(t + 1) / double(warmup);
+  const double x = double(t - warmup) / double(std::max(1, steps - warmup));
+  return 0.5 * (1.0 + std::cos(std::numbers::pi * std::min(1.0, x)));
+}
+
+// What a step must keep: no component of X normal at W (‖sym(WᵀX)‖_F; ‖WᵀX‖_F where the rule's
+// tangent space is the horizontal one). The frames' isometry error is core's max|WᵀW − I|.
+template <class S>
+S normal_part(const Matrix<S>& w, const Matrix<S>& x, bool horizontal) {
+  const Matrix<S> wx = w.transpose() * x;
+  return horizontal ? S(wx.norm()) : S(sym(wx).norm());
+}
+
+
+// The second-order expansion (W + η)(I − ηᵀη/2) of polar(W + η): the retraction mutant.
+template <class S>
+Matrix<S> second_order_polar(const Matrix<S>& w, const Matrix<S>& eta) {
+  return (w + eta) * (Matrix<S>::Identity(eta.cols(), eta.cols()) - eta.transpose() * eta / S(2));
+}
+
+struct UpdateRatios {
+  double step = 0, moment = 0, isometry = 0, cap = 0;
+  std::string worst_rule;
+  double worst = -1;
+  void keep(double& slot, double ratio, FrameRule r) {
+    const double v = std::isfinite(ratio) ? ratio : std::numeric_limits<double>::max();
+    slot = std::max(slot, v);
+    if (v > worst) {
+      worst = v;
+      worst_rule = frame_rule_arm(r);
+    }
+  }
+};
+
+// One step of a Riemannian Adam rule at frames w: keeps the step's tangency and cap ratios and the
+// moment's tangency at the new frames, advances `state`, and returns the new frames.
+template <class S>
+Frames<S> adam_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, const Frames<S>& w, const Frames<S>& g,
+                         const S& lr, const S& eps, RiemannianAdamState<S>& state, UpdateRatios& out) {
+  const double factor = double(c.d * c.r);
+  const bool horizontal = rule == FrameRule::kB2Grassmann;
+  const auto hyper = adam_rule_hyper<S>(rule, lr, eps);
+  auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+  const S bias1 = S(1) - pow(hyper.beta1, S(dir.state.step));
+  const S bias2 = S(1) - pow(hyper.beta2, S(dir.state.step));
+  const S cap = hyper.cap_tau ? S(*hyper.cap_tau * sqrt(S(c.r))) : S(0);
+  // The step before the cap, −Π(η m̂ ⊘ (√v̂ + ε)), recomputed from the stored moments; the
+  // unprojected quotient's norm sets the scale of the projection's rounding error.
+  Frames<S> x, px;
+  S total2(0);
+  for (int h = 0; h < c.heads; ++h) {
+    x.push_back(lr * ::stiefel::detail::adam_quotient(hyper.moment, Matrix<S>(dir.state.m[h] / bias1),
+                                                      Matrix<S>(dir.state.v[h] / bias2), hyper.eps));
+    px.push_back(-reproject(hyper.map, w[h], x[h]));
+    total2 += px[h].squaredNorm();
+  }
+  for (int h = 0; h < c.heads; ++h) {
+    Matrix<S>& eta = dir.eta[h];
+    if (mutant == UpdateMutant::kNormalComponentLeft) eta += S(1e-6) * eta.norm() * w[h] / sqrt(S(c.r));
+    if (mutant == UpdateMutant::kCapWholeTensor && hyper.cap_tau)
+      eta = sqrt(total2) > cap ? Matrix<S>(px[h] * S(cap / sqrt(total2))) : px[h];
+    const S projected = px[h].norm();
+    const S kept = hyper.cap_tau ? std::min(projected, cap) : projected;  // what the cap leaves
+    const S scale = projected > S(0) ? S(kept / projected * x[h].norm()) : S(0);
+    out.keep(out.step, residual_ratio<S>(normal_part(w[h], eta, horizontal), scale, factor), rule);
+    // The step's norm is min(‖Π(η q)‖, τ√r) for each head (the unprojected norm where uncapped).
+    out.keep(out.cap, residual_ratio<S>(abs(eta.norm() - kept), scale, factor), rule);
+  }
+  const Frames<S> m_before = dir.state.m;
+  RiemannianAdamResult<S> res;
+  if (mutant == UpdateMutant::kMomentNotReprojected || mutant == UpdateMutant::kSecondOrderPolar) {
+    const bool expand = mutant == UpdateMutant::kSecondOrderPolar;
+    res = {{}, dir.state, dir.report};
+    for (int h = 0; h < c.heads; ++h) {
+      res.frames.push_back(expand ? second_order_polar<S>(w[h], dir.eta[h]) : retract(hyper.retraction, w[h], dir.eta[h]));
+      if (expand) res.state.m[h] = reproject(hyper.map, res.frames[h], res.state.m[h]);
+    }
+  } else {
+    res = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
+  }
+  for (int h = 0; h < c.heads; ++h)
+    out.keep(out.moment, residual_ratio<S>(normal_part(res.frames[h], res.state.m[h], horizontal),
+                                           m_before[h].norm(), factor), rule);
+  state = std::move(res.state);
+  return std::move(res.frames);
+}
+
+// One step of a Riemannian SGD rule (or the frozen arm) at frames w: keeps the step's tangency
+// ratio and returns the new frames.
+template <class S>
+Frames<S> sgd_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, const Frames<S>& w, const Frames<S>& g,
+                        const S& lr, UpdateRatios& out) {
+  const bool horizontal = rule == FrameRule::kSgdGrassmann;
+  const auto hyper = sgd_rule_hyper<S>(rule, lr);
+  Frames<S> next;
+  for (int h = 0; h < c.heads; ++h) {
+    Matrix<S> eta = riemannian_sgd_displacement<S>(w[h], g[h], hyper);
+    if (mutant == UpdateMutant::kNormalComponentLeft) eta += S(1e-6) * eta.norm() * w[h] / sqrt(S(c.r));
+    out.keep(out.step, residual_ratio<S>(normal_part(w[h], eta, horizontal), S(hyper.lr * g[h].norm()), double(c.d * c.r)),
+             rule);
+    next.push_back(mutant == UpdateMutant::kSecondOrderPolar ? second_order_polar<S>(w[h], eta)
+                                                             : retract(hyper.retraction, w[h], eta));
+  }
+  return next;
+}
+
+// Runs one frame rule for c.steps steps on the gradient sequence of the case (its profile, scale,
+// correlation and schedule) and keeps the worst ratio of each property over the steps and heads.
+template <class S>
+void run_update_rule(FrameRule rule, const Case& c, UpdateMutant mutant, UpdateRatios& out) {
+  Rng rng(c.seed);
+  Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Frames<S> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+  const S base_lr(pow10(c.log10_lr)), eps = eps_of<S>(c);
+  auto adam_state = make_riemannian_adam_state<S>(w, adam_rule_hyper<S>(rule, base_lr, eps).moment);
+  for (int t = 0; t < c.steps; ++t) {
+    const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, 1.0);
+    const S lr = base_lr * S(schedule_factor(int(c.x), t, c.steps));
+    Frames<S> next = is_adam_rule(rule) ? adam_rule_step<S>(rule, c, mutant, w, g, lr, eps, adam_state, out)
+                                        : sgd_rule_step<S>(rule, c, mutant, w, g, lr, out);
+    for (const auto& f : next) out.keep(out.isometry, residual_ratio<S>(isometry_error(f), S(1), double(c.d * c.r)), rule);
+    w = std::move(next);
+  }
+}
+
+// Every frame rule, on one generated gradient sequence: the step is tangent (horizontal for the
+// Grassmann rules), the stored first moment is tangent at the new frame, the iterates stay on
+// St(d,r), and the capped rules' per-head step is at most τ√r. ratio = residual / (u·d·r·scale).
+template <class S>
+CheckResult check_update_invariants(const Case& c, UpdateMutant mutant) {
+  UpdateRatios r;
+  for (const FrameRule rule : kFrameRules) run_update_rule<S>(rule, c, mutant, r);
+  CheckResult out;
+  out.ratio = std::max({r.step, r.moment, r.isometry, r.cap});
+  out.residual = out.ratio;
+  out.normaliser = 1;
+  out.detail = {{"step_tangency", r.step}, {"moment_tangency", r.moment}, {"isometry", r.isometry},
+                {"cap", r.cap}, {"worst_rule", r.worst_rule}};
+  return out;
+}
+
+// The isometry error max|W_tᵀW_t − I| of one rule over a long run (one head, correlated Gaussian
+// gradients of unit scale, warm-up and cosine schedule, peak rate 0.05), as its running maximum at
+// t = 1, 10, 100, …; the control replaces the polar factor by its second-order expansion.
+template <class S>
+std::vector<S> long_run_isometry(FrameRule rule, int d, int r, int steps, LongRunMutant mutant, std::uint64_t seed) {
+  Case c;
+  c.d = d;
+  c.r = r;
+  c.heads = 1;
+  c.steps = steps;
+  c.corr = 0.5;
+  c.seed = seed;
+  Rng rng(seed);
+  Frames<S> w = random_frames<S>(rng, {d, r}, 1);
+  const Frames<S> persistent{gaussian_matrix<S>(rng, d, r)};
+  const S peak(0.05), eps(1e-8);
+  auto state = make_riemannian_adam_state<S>(w, adam_rule_hyper<S>(rule, peak, eps).moment);
+  std::vector<S> marks;
+  S worst(0);
+  for (int t = 0; t < steps; ++t) {
+    const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, 1.0);
+    const S lr = peak * S(schedule_factor(1, t, steps));
+    const Matrix<S> prev = w[0];
+    Matrix<S> eta;
+    if (is_adam_rule(rule)) {
+      const auto hyper = adam_rule_hyper<S>(rule, lr, eps);
+      auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+      eta = dir.eta[0];
+      auto res = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
+      state = std::move(res.state);
+      w = std::move(res.frames);
+    } else {
+      const auto hyper = sgd_rule_hyper<S>(rule, lr);
+      eta = riemannian_sgd_displacement<S>(w[0], g[0], hyper);
+      w[0] = retract(hyper.retraction, w[0], eta);
+    }
+    if (mutant == LongRunMutant::kSecondOrderPolar) w[0] = second_order_polar<S>(prev, eta);
+    worst = std::max(worst, isometry_error(w[0]));
+    if (t + 1 == 1 || t + 1 == 10 || t + 1 == 100 || t + 1 == 1000 || t + 1 == 10000 || t + 1 == 100000)
+      marks.push_back(worst);
+  }
+  return marks;
+}
+
+// The long-run claim: every rule for 10⁴ steps at d = 32, r = 8 in float64 (200 steps at d = 8,
+// r = 3 in 50 digits), isometry error ≤ 30·u·d·r at every step. The control (a mutant of the
+// retraction every rule shares) runs B2 alone.
+template <class S>
+int long_run_steps() {
+  return std::is_same_v<S, double> ? 10000 : 200;
+}
+template <class S>
+std::pair<int, int> long_run_shape() {
+  return std::is_same_v<S, double> ? std::pair{32, 8} : std::pair{8, 3};
+}
+
+template <class S>
+CheckResult check_update_long_run(const Case& c, LongRunMutant mutant) {
+  const auto [d, r] = long_run_shape<S>();
+  CheckResult out;
+  out.ratio = -1;
+  for (const FrameRule rule : kFrameRules) {
+    if (mutant != LongRunMutant::kNone && rule != FrameRule::kB2) continue;
+    const auto marks = long_run_isometry<S>(rule, d, r, long_run_steps<S>(), mutant, c.seed + 17);
+    const double ratio = residual_ratio<S>(marks.back(), S(1), double(d * r));
+    out.detail[frame_rule_arm(rule)] = to_double(marks.back());
+    if (ratio > out.ratio) {
+      out.ratio = ratio;
+      out.residual = to_double(marks.back());
+      out.detail["worst_rule"] = frame_rule_arm(rule);
+    }
+  }
+  out.normaliser = 1;
+  return out;
+}
+
+// The growth law of the isometry error: its running maximum at t = 1, 10, …, 10⁴ and the
+// least-squares exponent p of error ∝ t^p over t ≥ 10 (0: no growth), at d = 32, r = 8: every rule
+// in float32 (the training core's model precision), B2 in float64.
+template <class S>
+nlohmann::json figures_long_run() {
+  nlohmann::json rows = nlohmann::json::array();
+  const auto add = [&]<class T>(T, const char* type, FrameRule rule) {
+    const auto marks = long_run_isometry<T>(rule, 32, 8, 10000, LongRunMutant::kNone, 17);
+    std::vector<double> t, e;
+    nlohmann::json at = nlohmann::json::object();
+    double step = 1;
+    for (const auto& m : marks) {
+      at[std::to_string(long(step))] = to_double(m);
+      if (step >= 10) {
+        t.push_back(step);
+        e.push_back(std::max(to_double(m), 1e-300));
+      }
+      step *= 10;
+    }
+    rows.push_back({{"type", type}, {"arm", frame_rule_arm(rule)}, {"isometry_running_max", at},
+                    {"growth_exponent", properties::log_log_slope(t, e)},
+                    {"unit_roundoff", to_double(unit_roundoff<T>())}});
+  };
+  add(double{}, "float64", FrameRule::kB2);
+  for (const FrameRule rule : kFrameRules) add(float{}, "float32", rule);
+  return {{"setting", "d = 32, r = 8, one head, correlated Gaussian gradients (corr 0.5) of unit scale, "
+                      "warm-up over the first eighth and cosine to zero, peak rate 0.05, eps 1e-8, 10^4 steps"},
+          {"rows", rows}};
+}
+
+#define STIEFEL_IMPLEMENTED_UPDATE_CHECKS(X) \
+  X(frozen_fixes_frame, FrozenMutant) X(update_invariants, UpdateMutant) X(update_long_run, LongRunMutant)
+#define STIEFEL_IMPLEMENTED_UPDATE_FIGURES(F) F(long_run)
+STIEFEL_IMPLEMENTED_UPDATE_CHECKS(STIEFEL_EXTERN_CHECK)
+STIEFEL_IMPLEMENTED_UPDATE_FIGURES(STIEFEL_EXTERN_FIGURES)
+
+}  // namespace stiefel::certificates

@@ -1,0 +1,113 @@
+// Orders of agreement: the polar retraction matches the Riemannian exponential to second order
+// (§2, §3.2: remainder slope 3), and the analytic attention gradient is the loss's derivative
+// (§5.1: Taylor remainder slope 2).
+#pragma once
+
+#include <vector>
+
+#include "attention_case.h"
+
+namespace stiefel::certificates {
+
+enum class RetractionOrderMutant { kNone, kNoRetraction };
+enum class AttentionTaylorMutant { kNone, kGradientError };
+
+// A remainder e(h) = O(h^p) has log-log slope ≥ p (a vanishing leading coefficient gives a
+// larger slope, still order p; a wrong derivative gives p − 1). Points whose remainder is below
+// the rounding floor are dropped; the slope is a least-squares fit over all the others, so that a
+// near-cancellation of two orders at one h cannot decide it.
+// ratio = max(0, p − slope); with fewer than three points above the floor the remainder is
+// zero to working precision and the ratio is 0.
+template <class S>
+CheckResult slope_result(const std::vector<double>& h, const std::vector<double>& e, double floor,
+                         double expect, std::size_t keep_smallest = 0) {
+  std::vector<double> hs, es;
+  for (std::size_t i = 0; i < h.size(); ++i)
+    if (e[i] > floor) {
+      hs.push_back(h[i]);
+      es.push_back(e[i]);
+    }
+  if (keep_smallest > 0 && hs.size() > keep_smallest) {  // h is decreasing
+    hs.erase(hs.begin(), hs.end() - std::ptrdiff_t(keep_smallest));
+    es.erase(es.begin(), es.end() - std::ptrdiff_t(keep_smallest));
+  }
+  CheckResult r;
+  r.normaliser = 1;
+  if (hs.size() < 3) {
+    r.ratio = 0;
+    r.residual = expect;
+    r.detail = {{"slope", nullptr}, {"expected_slope", expect}, {"points_above_floor", hs.size()}};
+    return r;
+  }
+  const double slope = properties::log_log_slope(hs, es);
+  r.ratio = std::isfinite(slope) ? std::max(0.0, expect - slope) : INFINITY;
+  r.residual = slope;
+  r.detail = {{"slope", slope}, {"expected_slope", expect}, {"points_above_floor", hs.size()}};
+  return r;
+}
+
+template <class S>
+CheckResult check_retraction_order(const Case& c, RetractionOrderMutant mutant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  Matrix<S> xi = random_tangent<S>(rng, w);
+  xi /= xi.norm();
+  std::vector<double> ts, es;
+  for (double t = 1e-2; t > 1e-2 / 257; t /= 2) {
+    const Matrix<S> step = S(t) * xi;
+    const Matrix<S> moved =
+        mutant == RetractionOrderMutant::kNoRetraction ? Matrix<S>(w + step) : polar_svd<S>(Matrix<S>(w + step));
+    ts.push_back(t);
+    es.push_back(to_double(S((moved - stiefel_exponential<S>(w, step)).norm())));
+  }
+  // Both sides are unit-size frames: the floor is 10⁴·u·d.
+  return slope_result<S>(ts, es, 1e4 * to_double(unit_roundoff<S>()) * c.d, 3.0);
+}
+
+template <class S>
+CheckResult check_attention_taylor(const Case& c, AttentionTaylorMutant mutant) {
+  auto a = make_attention_case<S>(c);
+  Rng rng(c.seed ^ 0x2545f4914f6cdd1dULL);
+  Frames<S> dq, dk;
+  S dnorm2(0);
+  for (int h = 0; h < c.heads; ++h) {
+    dq.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+    dk.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+    dnorm2 += dq.back().squaredNorm() + dk.back().squaredNorm();
+  }
+  for (int h = 0; h < c.heads; ++h) {  // a unit direction: h is then a distance in (W_Q, W_K)
+    dq[h] /= sqrt(dnorm2);
+    dk[h] /= sqrt(dnorm2);
+  }
+  S directional(0);
+  for (int h = 0; h < c.heads; ++h)
+    directional += frobenius_inner<S>(a.grad.grad_q[h], dq[h]) + frobenius_inner<S>(a.grad.grad_k[h], dk[h]);
+  // Rounding floor of the loss: 10⁴·u·n·Σ_h ‖C_h‖‖X U_h‖ (|L| is at most Σ_h ‖C_h‖‖X U_h‖).
+  S magnitude(0);
+  for (int h = 0; h < c.heads; ++h)
+    magnitude += a.problem.readout[h].norm() * (a.problem.x * a.problem.value[h]).norm();
+  const double floor = 1e4 * to_double(unit_roundoff<S>()) * c.tokens * to_double(magnitude);
+  // The control: a gradient error of 0.1% of the loss scale along the (unit) probe direction.
+  if (mutant == AttentionTaylorMutant::kGradientError) directional += magnitude / S(1000);
+  // Two-sided remainder ē(h) = (|r(h)| + |r(−h)|)/2, r(h) = L(W + hΔ) − L(W) − h⟨∇L, Δ⟩: it equals
+  // max(|a|h², |b|h³) + …, so a second- and a third-order term cannot cancel at any h.
+  auto remainder = [&](double step) {
+    Frames<S> q2 = a.wq, k2 = a.wk;
+    for (int h = 0; h < c.heads; ++h) {
+      q2[h] += S(step) * dq[h];
+      k2[h] += S(step) * dk[h];
+    }
+    return S(attention_loss_and_gradient(a.problem, q2, k2).loss - a.grad.loss - S(step) * directional);
+  };
+  std::vector<double> hs, es;
+  for (double step = 1.0; step > 1.0 / 65537; step /= 2) {
+    hs.push_back(step);
+    es.push_back(to_double(S((abs(remainder(step)) + abs(remainder(-step))) / S(2))));
+  }
+  return slope_result<S>(hs, es, floor, 2.0, /*keep_smallest=*/4);
+}
+
+#define STIEFEL_ORDERS_CHECKS(X) X(retraction_order, RetractionOrderMutant) X(attention_taylor, AttentionTaylorMutant)
+STIEFEL_ORDERS_CHECKS(STIEFEL_EXTERN_CHECK)
+
+}  // namespace stiefel::certificates

@@ -1,0 +1,86 @@
+// The claims of Prop. 2 and eq. (12), §5.3: the tangent projector, steepest ascent, the horizontal/gauge
+// split and its cost.
+#include "claim_builder.h"
+#include "claim_groups.h"
+#include "prop2_projector.h"
+
+namespace stiefel::certificates {
+namespace {
+
+Claim prop2_orthogonal_projector() {
+  Claim c = make_claim("prop2-orthogonal-projector", "Prop. 2, §5.3; eq. (3)", "identity",
+                       "Pi_W(G) = G - W sym(W^T G) is the orthogonal projector onto T_W St(d,r): "
+                       "idempotent, self-adjoint, zero on the normal space {WS}, with range in "
+                       "the tangent space and fixing every tangent vector W Omega + W_perp K.");
+  c.generator = "d in [1,24], r in [1,d] (r = 1 and r = d included), inputs scaled by 10^[-12,12]";
+  c.residual = "the worst of ||Pi(Pi A) - Pi A|| / ||A||, |<Pi A,B> - <A,Pi B>| / (||A|| ||B||), "
+               "||Pi(WS)|| / ||S||, ||sym(W^T Pi A)|| / ||A||, ||Pi xi - xi|| / ||xi||; factor d";
+  c.analysis = "Standard (Absil et al. 2008, (3.35)); exact in exact arithmetic.";
+  c.generator_fn = [] { return gen::frame({}); };
+  set_check(c, &check_orthogonal_projector<double>, &check_orthogonal_projector<mp50>,
+            {{ProjectorMutant::kHalfProjection, "half-projection", "G - W sym(W^T G)/2 in place of Pi_W"}});
+  return c;
+}
+
+Claim prop2_steepest_ascent() {
+  Claim c = make_claim("prop2-steepest-ascent", "Prop. 2, §5.3", "identity",
+                       "Pi_W g / ||Pi_W g|| maximises <g, xi> over unit tangent xi, with value "
+                       "||Pi_W g||.");
+  c.generator = "d in [1,24], r in [1,d], g scaled by 10^[-12,12], one random unit tangent vector";
+  c.residual = "|<g, Pi g>/||Pi g|| - M| / ||g|| and max(0, <g, xi> - M) / ||g||, where M is the "
+               "norm of g's coordinates in an orthonormal basis of T_W St built without Pi; "
+               "factor d*r";
+  c.analysis = "Cauchy-Schwarz in T_W St; exact.";
+  c.generator_fn = [] { return gen::frame({}); };
+  set_check(c, &check_steepest_ascent<double>, &check_steepest_ascent<mp50>,
+            {{SteepestAscentMutant::kNormalComponentLeft, "normal-component-left",
+              "a normal component 1e-6 ||Pi g|| W sym(W^T g)/||W sym(W^T g)|| left in the maximiser "
+              "Pi g"}});
+  return c;
+}
+
+Claim eq12_horizontal_gauge_split() {
+  Claim c = make_claim("eq12-horizontal-gauge-split", "eq. (12), §5.3", "identity",
+                       "||Pi_W g||^2 = ||Pi^h_W g||^2 + ||W skew(W^T g)||^2: T_W St = H_W (+) G_W "
+                       "orthogonally.");
+  c.generator = "d in [1,24], r in [1,d], g scaled by 10^[-12,12]";
+  c.residual = "| ||Pi g||^2 - ||Pi^h g||^2 - ||W skew(W^T g)||^2 | / ||g||^2; factor d";
+  c.analysis = "Pi g = (I - WW^T) g + W skew(W^T g), and the two parts are orthogonal; exact.";
+  c.generator_fn = [] { return gen::frame({}); };
+  set_check(c, &check_gauge_split<double>, &check_gauge_split<mp50>,
+            {{GaugeSplitMutant::kNormalPart, "normal-part",
+              "the normal part W sym(W^T g) in place of the gauge part (at r = 1 the gauge part is "
+              "0, so no near miss of it can differ there)"}});
+  return c;
+}
+
+Claim eq12_horizontal_cost() {
+  Claim c = make_claim("eq12-horizontal-cost", "eq. (12), §5.3 (\"(12) costs about 3% of the per-step decrease\")",
+                       "identity",
+                       "Steepest descent restricted to the horizontal space decreases the loss at rate "
+                       "||Pi^h g|| = sqrt(1 - rho^2) ||Pi g||, rho = ||Pi_G g|| / ||Pi g|| the gauge share; at "
+                       "Table 8's rho = 0.24 that costs 1 - sqrt(1 - 0.24^2) = 2.9% of the per-step "
+                       "decrease (\"about 3%\").");
+  c.generator = "d in [3,24], r in [2,d-1] (at r = 1 the gauge space is {0}, at r = d the horizontal "
+                "one), W Haar, g Gaussian scaled by 10^[-12,12]";
+  c.residual = "| ||Pi^h g||^2 - (1 - rho^2) ||Pi g||^2 |, normalised by ||Pi g||^2; factor d*r. The "
+               "figures give the cost at Table 8's share and at random tangent vectors' share";
+  c.analysis = "Pi g = Pi^h g + W skew(W^T g), orthogonal (eq12-horizontal-gauge-split); Pythagoras.";
+  c.generator_fn = [] { return gen::frame({.min_r = 2, .r_below_d = true}); };
+  c.figures_double = &figures_horizontal_cost<double>;
+  set_check(c, &check_horizontal_cost<double>, &check_horizontal_cost<mp50>,
+            {{HorizontalCostMutant::kShareInNorm, "share-in-norm",
+              "the decrease taken as (1 - rho) ||Pi g|| (the share subtracted in norm, not in square)"}});
+  return c;
+}
+
+}  // namespace
+
+std::vector<Claim> prop2_projector_claims() {
+  return {prop2_orthogonal_projector(),
+          prop2_steepest_ascent(),
+          eq12_horizontal_gauge_split(),
+          eq12_horizontal_cost()};
+}
+
+}  // namespace stiefel::certificates

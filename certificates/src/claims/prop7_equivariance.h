@@ -1,0 +1,226 @@
+// Prop. 7, §5.3 and Table 9: the Riemannian Adam with a scalar (per-frame, per-column or mean)
+// second moment is O(d)-equivariant, Φ(QᵀW, Qᵀg) = QᵀΦ(W, g), over many steps; a moment that varies
+// down the columns (elementwise, or row-weighted √(b_i v_j) with b not constant) is not.
+#pragma once
+
+#include "check_support.h"
+
+namespace stiefel::certificates {
+
+enum class EquivarianceMutant { kNone, kElementwiseMoment, kAdamW };
+enum class ConverseMutant { kNone, kScalarMoment };
+enum class ConverseFamilyMutant { kNone, kConstantWeights };
+
+template <class S>
+Frames<S> rotate(const Matrix<S>& qt, const Frames<S>& f) {
+  Frames<S> out;
+  for (const auto& m : f) out.push_back(qt * m);
+  return out;
+}
+
+enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kPerRow, kMean, kRowWeighted };
+
+// f(W) = −Σ_h tr(W_hᵀ A W_h N): ∇f = −2 A W N (A symmetric, N diagonal). N = I is the paper's
+// Table 9 problem; N = diag(1, …, r)/r (Brockett's cost) is not constant on O(d) when r = d.
+template <class S>
+Frames<S> trace_problem_gradient(const Matrix<S>& a, const Vector<S>& n, const Frames<S>& w) {
+  Frames<S> g;
+  for (const auto& f : w) g.push_back(S(-2) * a * f * n.asDiagonal());
+  return g;
+}
+
+// A member of the family of Prop. 7's converse: the Riemannian Adam (B2's projection, cap and
+// polar retraction, by the Gram route) whose second moment is √V_ij = √(b_i v_j), v_j the per-column moment and b a
+// fixed positive row weight. √V is constant down each column iff b is constant.
+template <class S>
+std::vector<Frames<S>> run_row_weighted(const Matrix<S>& a, const Vector<S>& n, Frames<S> w, int steps,
+                                        const S& lr, const S& eps, const Vector<S>& b) {
+  const RiemannianAdamHyper<S> h = b2_hyper<S>(lr, eps);
+  Frames<S> m, v;
+  for (const auto& f : w) {
+    m.push_back(Matrix<S>::Zero(f.rows(), f.cols()));
+    v.push_back(Matrix<S>::Zero(1, f.cols()));
+  }
+  std::vector<Frames<S>> out;
+  for (int t = 1; t <= steps; ++t) {
+    const Frames<S> g = trace_problem_gradient(a, n, w);
+    const S bias1 = S(1) - pow(h.beta1, S(t)), bias2 = S(1) - pow(h.beta2, S(t));
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      const Matrix<S> xi = project_tangent(w[k], g[k]);
+      m[k] = h.beta1 * project_tangent(w[k], m[k]) + (S(1) - h.beta1) * xi;
+      v[k] = h.beta2 * v[k] + (S(1) - h.beta2) * xi.colwise().squaredNorm();
+      Matrix<S> q = m[k] / bias1;
+      for (Index j = 0; j < q.cols(); ++j)
+        for (Index i = 0; i < q.rows(); ++i) q(i, j) /= sqrt(b(i) * v[k](0, j) / bias2) + eps;
+      Matrix<S> eta = -lr * project_tangent(w[k], q);
+      const S cap = *h.cap_tau * sqrt(S(w[k].cols()));
+      if (eta.norm() > cap) eta *= cap / eta.norm();
+      w[k] = retract_polar_gram<S>(w[k], eta);  // equal to the SVD route (s2-polar-routes-agree), cheaper
+      m[k] = project_tangent(w[k], m[k]);
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+// Runs `rule` for T steps on f and returns every iterate.
+template <class S>
+std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Vector<S>& n,
+                                         Frames<S> w, int steps, const S& lr, const S& eps,
+                                         const Vector<S>& row_weight = {}) {
+  if (rule == Rule::kRowWeighted) return run_row_weighted<S>(a, n, std::move(w), steps, lr, eps, row_weight);
+  std::vector<Frames<S>> out;
+  if (rule == Rule::kAdamW) {
+    AdamWHyper<S> h;
+    h.lr = lr;
+    h.eps = eps;
+    auto st = make_adamw_state<S>(w);
+    for (int t = 0; t < steps; ++t) {
+      auto next = adamw_step<S>(w, trace_problem_gradient(a, n, w), st, h);
+      w = std::move(next.params);
+      st = std::move(next.state);
+      out.push_back(w);
+    }
+    return out;
+  }
+  RiemannianAdamHyper<S> h = b2_hyper<S>(lr, eps);
+  if (rule == Rule::kPerColumn) h.moment = SecondMoment::kPerColumn;
+  if (rule == Rule::kPerRow) h.moment = SecondMoment::kPerRow;
+  if (rule == Rule::kMean) h.moment = SecondMoment::kPerFrameMean;
+  if (rule == Rule::kElementwise) h = b2m_hyper<S>(lr, eps);
+  h.retraction = Retraction::kPolarGram;  // equal to the SVD route (s2-polar-routes-agree), cheaper
+  auto st = make_riemannian_adam_state<S>(w, h.moment);
+  for (int t = 0; t < steps; ++t) {
+    auto next = riemannian_adam_step<S>(w, trace_problem_gradient(a, n, w), st, h);
+    w = std::move(next.frames);
+    st = std::move(next.state);
+    out.push_back(w);
+  }
+  return out;
+}
+
+// max over steps and heads of max|W_t^(Q) − QᵀW_t|, and the largest |entry| of the iterates.
+template <class S>
+std::pair<S, S> equivariance_violation(Rule rule, const Case& c, std::uint64_t q_seed, bool brockett = true) {
+  Rng rng(c.seed);
+  const Matrix<S> a = random_symmetric<S>(rng, c.d);
+  Vector<S> n = Vector<S>::Ones(c.r);
+  if (brockett)
+    for (int j = 0; j < c.r; ++j) n(j) = S(j + 1) / S(c.r);
+  const Frames<S> w0 = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Rng qrng(q_seed);
+  const Matrix<S> q = random_orthogonal<S>(qrng, c.d);
+  const Matrix<S> qt = q.transpose();
+  const S lr(pow10(c.log10_lr)), eps = eps_of<S>(c);
+  // Row weights of the converse's family: b_i = 10^(x u_i), u_i uniform in [-1, 1] (spread 10^±x).
+  Vector<S> b = Vector<S>::Ones(c.d);
+  if (rule == Rule::kRowWeighted) {
+    Rng brng(c.seed ^ 0x7f4a7c159e3779b9ULL);
+    for (int i = 0; i < c.d; ++i) b(i) = S(pow10(c.x * (2 * brng.uniform() - 1)));
+  }
+  const auto plain = run_trace_problem<S>(rule, a, n, w0, c.steps, lr, eps, b);
+  const auto rotated = run_trace_problem<S>(rule, Matrix<S>(qt * a * q), n, rotate(qt, w0), c.steps, lr, eps, b);
+  S worst(0), size(0);
+  for (int t = 0; t < c.steps; ++t)
+    for (int h = 0; h < c.heads; ++h) {
+      worst = std::max(worst, S((rotated[t][h] - qt * plain[t][h]).cwiseAbs().maxCoeff()));
+      size = std::max(size, S(plain[t][h].cwiseAbs().maxCoeff()));
+    }
+  return {worst, size};
+}
+
+template <class S>
+CheckResult equivariance_check(Rule claimed, const Case& c, EquivarianceMutant mutant) {
+  const Rule rule = mutant == EquivarianceMutant::kElementwiseMoment ? Rule::kElementwise
+                    : mutant == EquivarianceMutant::kAdamW           ? Rule::kAdamW
+                                                                     : claimed;
+  const auto [viol, size] = equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL);
+  CheckResult r = roundoff_result<S>(viol, std::max(size, S(1)), double(c.d) * c.steps);
+  r.detail["violation"] = to_double(viol);
+  return r;
+}
+
+template <class S>
+CheckResult check_equivariance_scalar(const Case& c, EquivarianceMutant mutant) {
+  return equivariance_check<S>(Rule::kScalar, c, mutant);
+}
+template <class S>
+CheckResult check_equivariance_per_column(const Case& c, EquivarianceMutant mutant) {
+  return equivariance_check<S>(Rule::kPerColumn, c, mutant);
+}
+template <class S>
+CheckResult check_equivariance_mean(const Case& c, EquivarianceMutant mutant) {
+  return equivariance_check<S>(Rule::kMean, c, mutant);
+}
+
+// A non-equivariance result: ratio = u·d·T·max(1, ‖W‖_max) / violation (pass when far below 1).
+template <class S>
+CheckResult violation_result(Rule rule, const Case& c) {
+  const auto [viol, size] = equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL);
+  CheckResult r;
+  const S floor = unit_roundoff<S>() * S(double(c.d) * c.steps) * std::max(size, S(1));
+  r.ratio = viol > S(0) ? to_double(S(floor / viol)) : INFINITY;
+  r.residual = to_double(viol);
+  r.normaliser = to_double(std::max(size, S(1)));
+  return r;
+}
+
+// Converse of Prop. 7 over a family: every row-weighted moment √V_ij = √(b_i v_j) with b not
+// constant (spread 10^±x, x = c.x) violates equivariance far above roundoff.
+// Control: b ≡ 1 (the per-column moment), which is equivariant.
+template <class S>
+CheckResult check_equivariance_family(const Case& c, ConverseFamilyMutant mutant) {
+  Case k = c;
+  if (mutant == ConverseFamilyMutant::kConstantWeights) k.x = 0;
+  return violation_result<S>(Rule::kRowWeighted, k);
+}
+
+// Converse of Prop. 7: the elementwise moment violates equivariance far above roundoff
+// (control: the scalar moment, which is equivariant).
+template <class S>
+CheckResult check_equivariance_converse(const Case& c, ConverseMutant mutant) {
+  return violation_result<S>(mutant == ConverseMutant::kScalarMoment ? Rule::kScalar : Rule::kElementwise, c);
+}
+
+// Table 9: the equivariance violation after T = 15 steps for each rule (H = 3, d = 24, r = 6).
+template <class S>
+nlohmann::json figures_table9() {
+  Case c;
+  c.heads = 3;
+  c.d = 24;
+  c.r = 6;
+  c.steps = 15;
+  c.seed = 9;
+  c.log10_eps = -8;
+  const std::vector<std::tuple<const char*, Rule, double>> rules = {
+      {"scalar (B2)", Rule::kScalar, 0.05}, {"per-column", Rule::kPerColumn, 0.05},
+      {"elementwise (B2m)", Rule::kElementwise, 0.03}, {"AdamW (decay 0.05)", Rule::kAdamW, 0.01},
+      {"per-row (converse)", Rule::kPerRow, 0.05}};
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& [name, rule, lr] : rules) {
+    c.log10_lr = std::log10(lr);
+    S worst(0), size(0);
+    for (std::uint64_t k = 0; k < 5; ++k) {
+      const auto [v, s] = equivariance_violation<S>(rule, c, 1000 + k, /*brockett=*/false);
+      worst = std::max(worst, v);
+      size = std::max(size, s);
+    }
+    rows.push_back({{"rule", name}, {"lr", lr}, {"violation_max_abs", to_double(worst)},
+                    {"max_abs_entry_of_W", to_double(size)}});
+  }
+  return {{"table", "Table 9"},
+          {"setting", "f(W) = -tr(W^T A W), A symmetric Gaussian, H = 3, d = 24, r = 6, T = 15, "
+                      "eps = 1e-8, worst of 5 Haar rotations Q; max|W_T^(Q) - Q^T W_T| over all "
+                      "steps and heads"},
+          {"rows", rows}};
+}
+
+#define STIEFEL_PROP7_CHECKS(X)                                                                      \
+  X(equivariance_scalar, EquivarianceMutant) X(equivariance_per_column, EquivarianceMutant)          \
+  X(equivariance_mean, EquivarianceMutant) X(equivariance_converse, ConverseMutant)                  \
+  X(equivariance_family, ConverseFamilyMutant)
+#define STIEFEL_PROP7_FIGURES(F) F(table9)
+STIEFEL_PROP7_CHECKS(STIEFEL_EXTERN_CHECK)
+STIEFEL_PROP7_FIGURES(STIEFEL_EXTERN_FIGURES)
+
+}  // namespace stiefel::certificates
