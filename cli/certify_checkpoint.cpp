@@ -3,6 +3,8 @@
 // float64, the model's copy at the roundoff of its own type) and every stored first moment tangent
 // at its frame (sym(Wᵀm) = 0).
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <stiefel/certificates/runner.h>
@@ -29,7 +31,12 @@ Matrix<double> to_eigen(const torch::Tensor& t) {
 int certify_checkpoint(const std::string& path, const std::string& out) {
   torch::serialize::InputArchive archive, model, frames;
   try {
-    archive.load_from(path);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::invalid_argument("cannot be opened");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    training::checkpoint::check_archive(bytes, path);
+    std::istringstream stream(bytes);
+    archive.load_from(stream);
     archive.read(training::checkpoint::kModel, model);
   } catch (const std::exception& e) {
     std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << brief_message(e.what()) << ")\n";
@@ -88,6 +95,10 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
       for (const char* which : {"wq", "wk"}) {
         torch::Tensor w;
         if (!attn.try_read(which, w)) continue;
+        if (w.dim() != 3) {
+          std::cerr << "stiefel certify: " << path << ": layer " << i << " " << which << " is not an [H, d, r] frame tensor\n";
+          return 2;
+        }
         const double u = w.scalar_type() == torch::kFloat32 ? std::numeric_limits<float>::epsilon() / 2
                                                              : std::numeric_limits<double>::epsilon() / 2;
         for (std::int64_t h = 0; h < w.size(0); ++h) {

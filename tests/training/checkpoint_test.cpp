@@ -142,5 +142,19 @@ TEST(Checkpoint, DamagedBytesAreRefusedNeverCrash) {
   EXPECT_GT(refused, 0);
 }
 
+// LibTorch's reader allocates a record at the size the ZIP directory declares: a damaged size field
+// is refused before it is read (not a 2 GB allocation for a 60 kB file).
+TEST(Checkpoint, RefusesARecordLargerThanTheFile) {
+  TrainState a;
+  a.steps(1);
+  std::string bytes = checkpoint::serialise(a.state(), 1, 1, kOptions);
+  const std::size_t dir = bytes.find(std::string("PK\x01\x02", 4));
+  ASSERT_NE(dir, std::string::npos);
+  for (const std::size_t field : {std::size_t(20), std::size_t(24)})  // compressed and uncompressed size
+    for (int i = 0; i < 4; ++i) bytes[dir + field + std::size_t(i)] = i == 3 ? '\x70' : '\x00';
+  const std::string msg = restore_into_fresh(bytes);
+  EXPECT_NE(msg.find("does not fit the file"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace stiefel::training

@@ -1,6 +1,8 @@
 #include <stiefel/training/checkpoint.h>
 
+#include <cctype>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -10,11 +12,23 @@
 namespace stiefel::training::checkpoint {
 namespace {
 
+// This module's own refusals (each names the file); anything else thrown while reading is wrapped.
+struct Refusal : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 // A LibTorch error as one line (its full message and backtrace only with STIEFEL_VERBOSE set).
 std::string one_line(const c10::Error& e) {
   std::string msg = std::getenv("STIEFEL_VERBOSE") ? e.what() : e.what_without_backtrace();
   if (!std::getenv("STIEFEL_VERBOSE") && msg.find('\n') != std::string::npos) msg = msg.substr(0, msg.find('\n'));
   return msg;
+}
+
+// A loaded tensor must own its memory: LibTorch sizes a storage by the count the pickle declares,
+// not by its record, so a damaged count or stride could point a tensor past its buffer.
+bool owns_its_storage(const torch::Tensor& t) {
+  return t.is_contiguous() && t.storage_offset() == 0 &&
+         t.storage().nbytes() >= std::size_t(t.numel()) * std::size_t(t.element_size());
 }
 
 using Layout = std::vector<std::tuple<std::string, std::vector<std::int64_t>, c10::ScalarType>>;
@@ -34,20 +48,175 @@ void check_layout(const Layout& expected, Classifier& model, const std::string& 
   for (const auto& t : model->named_buffers()) loaded[t.key()] = t.value();
   for (const auto& [key, sizes, type] : expected) {
     const torch::Tensor& t = loaded.at(key);
-    if (t.sizes().vec() != sizes || t.scalar_type() != type)
-      throw std::invalid_argument(name + ": model tensor " + key + " has shape " + c10::str(t.sizes()) + " (" +
+    if (t.sizes().vec() != sizes || t.scalar_type() != type || !owns_its_storage(t))
+      throw Refusal(name + ": model tensor " + key + " has shape " + c10::str(t.sizes()) + " (" +
                                   c10::toString(t.scalar_type()) + "), the model needs " +
                                   c10::str(c10::IntArrayRef(sizes)) + " (" + c10::toString(type) + ")");
   }
 }
 
+// Little-endian fields of the ZIP format (APPNOTE.TXT); out-of-range reads return 0.
+std::uint64_t le(const std::string& b, std::size_t at, int width) {
+  if (at > b.size() || b.size() - at < std::size_t(width)) return 0;
+  std::uint64_t v = 0;
+  for (int i = width - 1; i >= 0; --i) v = (v << 8) | std::uint8_t(b[at + std::size_t(i)]);
+  return v;
+}
+
+// LibTorch's unpickler reserves the length a string or bytes opcode declares before it reads it: a
+// damaged length field makes it allocate up to 4 GiB (or 2^64 bytes) for a 60 kB file. Every
+// length-prefixed opcode of a pickle record must fit the bytes that follow it; an opcode outside
+// pickle's protocols 0–2 (LibTorch writes protocol 2) is refused.
+void check_pickle_lengths(const std::string& b, std::size_t begin, std::size_t end, const std::string& record,
+                          const std::function<void(const std::string&)>& bad) {
+  // Opcodes by what follows them: nothing; a fixed field of 1, 2, 4 or 8 bytes; a length of 1, 4
+  // or 8 bytes and that many bytes; one or two newline-terminated lines.
+  static const std::string none = "(0123N}])aebdltsuRQo\x81\x85\x86\x87\x88\x89";
+  static const std::string fixed1 = "Kqh\x80\x82", fixed2 = "M\x83", fixed4 = "Jrj\x84", fixed8 = "G\x95";
+  static const std::string counted1 = "CU\x8a\x8c", counted4 = "XTB\x8b", counted8 = "\x8d\x8e";
+  static const std::string line1 = "ILFSVP", line2 = "ci";
+  const auto in = [](const std::string& set, char op) { return set.find(op) != std::string::npos; };
+  std::size_t at = begin;
+  std::uint64_t puts = 0;  // the unpickler grows its memo to each PUT's id: ids must count up from 0
+  while (at < end) {
+    const char op = b[at++];
+    if (op == '.') return;  // STOP
+    if (in(none, op)) continue;
+    if (in(line1, op) || in(line2, op)) {
+      for (int line = in(line2, op) ? 2 : 1; line > 0; --line) {
+        const std::size_t nl = b.find('\n', at);
+        if (nl == std::string::npos || nl >= end) bad(record + ": a truncated pickle");
+        at = nl + 1;
+      }
+      continue;
+    }
+    const std::size_t head = in(fixed1, op) || in(counted1, op) ? 1 : in(fixed2, op) ? 2
+                             : in(fixed4, op) || in(counted4, op) ? 4 : in(fixed8, op) || in(counted8, op) ? 8 : 0;
+    if (head == 0) {
+      static const char* hex = "0123456789abcdef";
+      bad(record + ": pickle opcode 0x" + std::string{hex[std::uint8_t(op) >> 4], hex[std::uint8_t(op) & 15]} +
+          " is not one LibTorch reads");
+    }
+    if (head > end - at) bad(record + ": a truncated pickle");
+    if ((op == 'q' || op == 'r') && le(b, at, int(head)) != puts++) bad(record + ": a pickle memo id out of sequence");
+    const bool counted = in(counted1, op) || in(counted4, op) || in(counted8, op);
+    const std::uint64_t length = counted ? le(b, at, int(head)) : 0;
+    at += head;
+    if (length > end - at) bad(record + ": a pickle field longer than its record");
+    at += std::size_t(length);
+  }
+  bad(record + ": a pickle without its STOP");
+}
+
+// A LibTorch archive is a ZIP file of stored records (the tensors) and deflated ones (its code).
+// Its reader allocates each record at the size the central directory declares: a damaged size
+// field makes it allocate gigabytes for a 60 kB file. Every record must lie inside the file, at a
+// size its method can produce; the archive must have at most 4096 records.
+void check_archive_bounds(const std::string& b, const std::string& name) {
+  const std::function<void(const std::string&)> bad = [&](const std::string& what) {
+    throw Refusal(name + ": not a readable checkpoint of this run (" + what + ")");
+  };
+  // [at, at + n) lies inside the file (no overflow for any at, n).
+  const auto inside = [&](std::uint64_t at, std::uint64_t n) { return at <= b.size() && n <= b.size() - at; };
+  if (b.size() < 22) bad("too short for a ZIP archive");
+  std::size_t eocd = std::string::npos;
+  for (std::size_t at = b.size() - 22 + 1; at-- > 0 && b.size() - at <= 22 + 65535;)
+    if (le(b, at, 4) == 0x06054b50) {
+      eocd = at;
+      break;
+    }
+  if (eocd == std::string::npos) bad("no ZIP end-of-directory record");
+  std::uint64_t entries = le(b, eocd + 10, 2), dir_offset = le(b, eocd + 16, 4);
+  // As miniz (LibTorch's reader) does: a ZIP64 end record, when its locator precedes the end
+  // record, gives the directory (LibTorch always writes one).
+  if (eocd >= 20 && le(b, eocd - 20, 4) == 0x07064b50) {
+    const std::uint64_t z = le(b, eocd - 20 + 8, 8);
+    if (!inside(z, 56) || le(b, std::size_t(z), 4) != 0x06064b50) bad("a damaged ZIP64 end-of-directory record");
+    entries = le(b, std::size_t(z) + 32, 8);
+    dir_offset = le(b, std::size_t(z) + 48, 8);
+  } else if (entries == 0xFFFF || dir_offset == 0xFFFFFFFF) {
+    bad("a ZIP64 archive without its locator");
+  }
+  std::uint64_t at = dir_offset;
+  for (std::uint64_t k = 0; k < entries; ++k) {
+    if (!inside(at, 46) || le(b, std::size_t(at), 4) != 0x02014b50) bad("a damaged ZIP central directory");
+    const std::size_t e = std::size_t(at);
+    const std::uint64_t method = le(b, e + 10, 2), name_len = le(b, e + 28, 2), extra_len = le(b, e + 30, 2),
+                        comment_len = le(b, e + 32, 2);
+    if (!inside(e, 46 + name_len + extra_len + comment_len)) bad("a damaged ZIP central directory");
+    std::uint64_t compressed = le(b, e + 20, 4), size = le(b, e + 24, 4), offset = le(b, e + 42, 4);
+    // ZIP64 extra field (id 1): the 8-byte values of the fields set to 0xFFFFFFFF, in this order.
+    for (std::size_t x = e + 46 + name_len; x + 4 <= e + 46 + name_len + extra_len;) {
+      const std::uint64_t id = le(b, x, 2), len = le(b, x + 2, 2);
+      if (id == 1) {
+        std::size_t f = x + 4;
+        if (size == 0xFFFFFFFF) size = le(b, f, 8), f += 8;
+        if (compressed == 0xFFFFFFFF) compressed = le(b, f, 8), f += 8;
+        if (offset == 0xFFFFFFFF) offset = le(b, f, 8);
+      }
+      x += 4 + len;
+    }
+    // Stored records (the tensors) are their own size; deflated ones (LibTorch's code records)
+    // expand at most 1032-fold, deflate's limit.
+    if (method != 0 && method != 8) bad("a record of ZIP method " + std::to_string(method) + " (neither stored nor deflated)");
+    if (!inside(offset, compressed) || (method == 0 ? size != compressed : size > 1032 * compressed + 1024))
+      bad("a record that does not fit the file");
+    std::string record = b.substr(e + 46, std::size_t(name_len));
+    std::string lower = record;
+    for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));  // miniz finds names case-blind
+    if (lower.size() >= 4 && lower.compare(lower.size() - 4, 4, ".pkl") == 0) {
+      if (method != 0 || !inside(offset, 30) || le(b, std::size_t(offset), 4) != 0x04034b50)
+        bad(record + ": a pickle record that is not stored in place");
+      const std::uint64_t data = offset + 30 + le(b, std::size_t(offset) + 26, 2) + le(b, std::size_t(offset) + 28, 2);
+      if (!inside(data, size)) bad(record + ": a record that does not fit the file");
+      check_pickle_lengths(b, std::size_t(data), std::size_t(data + size), record, bad);
+    }
+    at += 46 + name_len + extra_len + comment_len;
+  }
+}
+
+using AdamHyper = std::tuple<std::tuple<double, double>, double, double, bool>;
+
+std::vector<AdamHyper> adamw_hyper(torch::optim::AdamW& adamw) {
+  std::vector<AdamHyper> out;
+  for (auto& group : adamw.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    out.emplace_back(o.betas(), o.eps(), o.weight_decay(), o.amsgrad());
+  }
+  return out;
+}
+
+// AdamW's load replaces its hyper-parameters and moments with the stored ones whatever they are:
+// the hyper-parameters must be the run's (the rate is set at every step) and every moment must be
+// of its parameter's shape and type, or the first step fails inside LibTorch.
+void check_adamw(const std::vector<AdamHyper>& expected, torch::optim::AdamW& adamw, const std::string& name) {
+  if (adamw_hyper(adamw) != expected)
+    throw Refusal(name + ": its AdamW hyper-parameters (betas, eps, weight decay, amsgrad) are not this run's");
+  for (auto& group : adamw.param_groups())
+    for (auto& p : group.params()) {
+      const auto it = adamw.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      if (it == adamw.state().end()) continue;
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      const auto fits = [&](const torch::Tensor& t) {
+        return t.defined() && t.sizes() == p.sizes() && t.scalar_type() == p.scalar_type() && t.device() == p.device() &&
+               owns_its_storage(t);
+      };
+      if (!fits(st.exp_avg()) || !fits(st.exp_avg_sq()) || (st.max_exp_avg_sq().defined() && !fits(st.max_exp_avg_sq())))
+        throw Refusal(name + ": an AdamW moment does not have its parameter's shape " + c10::str(p.sizes()) +
+                                    " and type " + c10::toString(p.scalar_type()));
+      if (st.step() < 0) throw Refusal(name + ": an AdamW step count is negative");
+    }
+}
+
 std::int64_t scalar_count(const torch::Tensor& t, const std::string& name, const char* key) {
   if (t.numel() != 1 || !c10::isIntegralType(t.scalar_type(), /*includeBool=*/false) || t.item<std::int64_t>() < 0)
-    throw std::invalid_argument(name + ": its " + key + " tensor is not a non-negative integer");
+    throw Refusal(name + ": its " + key + " tensor is not a non-negative integer");
   return t.item<std::int64_t>();
 }
 
 }  // namespace
+
+void check_archive(const std::string& bytes, const std::string& name) { check_archive_bounds(bytes, name); }
 
 std::string frame_key(std::int64_t index, const std::string& field) {
   return "frame" + std::to_string(index) + "_" + field;
@@ -84,17 +253,18 @@ std::string serialise(const State& state, std::int64_t epoch, std::int64_t globa
 
 std::int64_t restore(const std::string& bytes, const std::string& name, const nlohmann::json& options, State& state) {
   try {
+    check_archive_bounds(bytes, name);
     torch::serialize::InputArchive archive;
     std::istringstream in(bytes);
     archive.load_from(in);
     c10::IValue stored_options;
     if (archive.try_read(kOptions, stored_options)) {
-      if (!stored_options.isString()) throw std::invalid_argument(name + ": its options entry is not a string");
+      if (!stored_options.isString()) throw Refusal(name + ": its options entry is not a string");
       nlohmann::json stored = nlohmann::json::parse(stored_options.toStringRef(), nullptr, false);
       if (stored.is_discarded() || !stored.is_object())
-        throw std::invalid_argument(name + ": its stored options are not a JSON object");
+        throw Refusal(name + ": its stored options are not a JSON object");
       const auto differs = differing_settings(stored, options);
-      if (!differs.empty()) throw std::invalid_argument("--resume: " + name + " is a checkpoint of another run: " + differs);
+      if (!differs.empty()) throw Refusal("--resume: " + name + " is a checkpoint of another run: " + differs);
     }
     torch::serialize::InputArchive model_archive, adam_archive, frame_archive;
     archive.read(kModel, model_archive);
@@ -102,23 +272,30 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
     (*state.model)->load(model_archive);
     check_layout(expected, *state.model, name);
     archive.read(kAdamW, adam_archive);
+    const auto hyper = adamw_hyper(*state.adamw);
     state.adamw->load(adam_archive);
+    check_adamw(hyper, *state.adamw, name);
     if (state.frames) {
       archive.read(kFrames, frame_archive);
       try {
         state.frames->load(frame_archive);
       } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(name + ": " + e.what());
+        throw Refusal(name + ": " + e.what());
+      }
+      for (const auto& [key, st] : state.frames->state()) {
+        const auto& f = static_cast<const FrameParamState&>(*st);
+        if (!owns_its_storage(f.master) || !owns_its_storage(f.frame.m) || !owns_its_storage(f.frame.v))
+          throw Refusal(name + ": a frame state tensor does not own its memory (damaged sizes or strides)");
       }
     }
     torch::Tensor epoch;
     archive.read(kEpoch, epoch);
     return scalar_count(epoch, name, kEpoch);
+  } catch (const Refusal&) {
+    throw;
   } catch (const c10::Error& e) {
     throw std::invalid_argument(name + ": not a readable checkpoint of this run (" + one_line(e) + ")");
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (const std::exception& e) {  // LibTorch's readers also throw std::out_of_range and others
+  } catch (const std::exception& e) {  // LibTorch's readers also throw std::invalid_argument, std::out_of_range, …
     throw std::invalid_argument(name + ": not a readable checkpoint of this run (" + e.what() + ")");
   }
 }

@@ -369,24 +369,29 @@ void validate(const TrainConfig& c) {
   if (c.seed > std::uint64_t(std::numeric_limits<std::int64_t>::max())) bad("seed", "expected 0 <= seed < 2^63");
 }
 
-nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
+namespace {
+
+// The settings after the task defaults are filled in (options keep them as given).
+TrainConfig with_task_defaults(const TrainConfig& cin) {
   TrainConfig c = cin;
-  validate(c);
-  const nlohmann::json options = run_options(c);
   const bool grok = c.task == "grok";
   if (c.adam_lr < 0) c.adam_lr = 1e-3;
   if (c.weight_decay < 0) c.weight_decay = grok ? 1.0 : 0.05;
   if (c.eps < 0) c.eps = grok ? 1e-3 : 1e-8;
   if (c.eval_every <= 0) c.eval_every = grok ? 100 : 1;
-  const Arm arm = make_arm(c, c.adam_lr, c.eps);
-  torch::Device dev(torch::kCPU);
-  if (c.device == "cuda") {
-    if (!torch::cuda::is_available())
-      throw std::invalid_argument("--device cuda: no CUDA device is available to this LibTorch build");
-    dev = torch::Device(torch::kCUDA);
-  } else if (c.device != "cpu") {
-    throw std::invalid_argument("--device " + c.device + ": expected cpu or cuda");
-  }
+  return c;
+}
+
+torch::Device select_device(const TrainConfig& c) {
+  if (c.device == "cpu") return torch::Device(torch::kCPU);
+  if (c.device != "cuda") throw std::invalid_argument("--device " + c.device + ": expected cpu or cuda");
+  if (!torch::cuda::is_available())
+    throw std::invalid_argument("--device cuda: no CUDA device is available to this LibTorch build");
+  return torch::Device(torch::kCUDA);
+}
+
+// Threads, BLAS and malloc for this process, recorded in run.json ("compute").
+nlohmann::json select_compute(const TrainConfig& c) {
   if (c.compute != "pinned" && c.compute != "environment")
     throw std::invalid_argument("--compute " + c.compute + ": expected pinned or environment");
   const bool pinned = c.compute == "pinned";
@@ -401,43 +406,11 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   use_small_bmm_kernel(pinned);
   compute["mode"] = c.compute;
   compute["attention_products"] = pinned ? "small-matrix kernel" : "torch::matmul";
-  const std::int64_t eval_chunk = pinned ? 256 : 2048;
+  return compute;
+}
 
-  const fs::path out(c.out);
-  const fs::path run_path = out / "run.json", ckpt_path = out / "checkpoint.pt";
-  if (fs::exists(out) && !fs::is_directory(out)) throw std::invalid_argument("--out " + c.out + ": not a folder");
-  io::check_output_path(run_path);
-  io::check_output_path(ckpt_path);
-  // One process at a time writes a run folder (an existing one is locked now, a new one once created).
-  std::optional<io::FolderLock> lock;
-  if (fs::is_directory(out)) lock.emplace(out);
-  nlohmann::json run = read_existing_run(c, run_path, ckpt_path, options);
-  io::remove_stale_temporaries(run_path);  // left by a killed process
-  io::remove_stale_temporaries(ckpt_path);
-  if (run.is_object() && run.value("status", "") == "diverged") return run;  // a result
-  if (run.is_object() && run.value("status", "") == "completed") {
-    // A finished run with the same settings: its record is the result, once its final checkpoint is
-    // the one it names. A kill between the final record and the checkpoint's commit leaves an older
-    // checkpoint: the run then resumes from it and recomputes the last epochs (bit-identically).
-    if (!run.contains("checkpoints") || run["checkpoints"].empty()) return run;  // records before checksums
-    std::int64_t last = 0;
-    for (const auto& [e, h] : run["checkpoints"].items()) last = std::max(last, std::int64_t(std::stoll(e)));
-    if (fs::exists(ckpt_path) && recorded_checkpoint_epoch(run, io::sha256_file(ckpt_path)) == last) return run;
-    if (!c.quiet) progress << ckpt_path.string() << ": not the final checkpoint the record names; recomputing it\n";
-  }
-  const nlohmann::json stored_config =
-      run.is_object() ? run.value("config", nlohmann::json::object()) : nlohmann::json::object();
-  const std::string stored_compute =
-      run.is_object() && run.contains("compute") && run["compute"].is_object() ? run["compute"].value("mode", "") : "";
-
-  Data data = load_data(c);  // may throw DataError before anything is written
-  fs::create_directories(out);
-  if (!lock) lock.emplace(out);
-  if (!c.resume && c.overwrite) {  // --overwrite: the old run goes only once the new one can start
-    fs::remove(run_path);
-    fs::remove(ckpt_path);
-  }
-
+ModelSpec model_spec(const TrainConfig& c, const Data& data) {
+  const bool grok = c.task == "grok";
   ModelSpec spec;
   spec.task = c.task;
   spec.input_dim = data.input_dim;
@@ -448,6 +421,12 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
   spec.r = grok ? 32 : 16;
   spec.pooling = c.pooling;
   spec.positional = grok ? "none" : c.positional;
+  return spec;
+}
+
+// The model, seeded: W_Q, W_K as the arm initialises them, every other rank ≥ 2 weight scaled by
+// --init-scale.
+Classifier build_model(const TrainConfig& c, const ModelSpec& spec, const Arm& arm, torch::Device dev) {
   torch::manual_seed(c.seed);
   Classifier model(spec);
   auto gen = at::detail::createCPUGenerator(c.seed);
@@ -461,9 +440,19 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       if (p.dim() >= 2 && !frames_at_init.count(p.unsafeGetTensorImpl())) p.mul_(c.init_scale);
   }
   model->to(dev);
+  return model;
+}
 
-  // AdamW on every non-frame parameter, decay on rank ≥ 2 tensors only; W_Q, W_K go to AdamW too
-  // for the Euclidean arms (decayed except for a2-nwf), to FrameOptimizer otherwise.
+struct Optimisers {
+  std::unique_ptr<torch::optim::AdamW> adamw;
+  std::unique_ptr<FrameOptimizer> frames;  // the Stiefel arms only
+  FrameHyper frame_hyper;
+  double beta2 = 0.999;
+};
+
+// AdamW on every non-frame parameter, decay on rank ≥ 2 tensors only; W_Q, W_K go to AdamW too
+// for the Euclidean arms (decayed except for a2-nwf), to FrameOptimizer otherwise.
+Optimisers build_optimisers(const TrainConfig& c, const Arm& arm, Classifier& model) {
   std::vector<torch::Tensor> decay, no_decay, frames;
   std::set<const void*> frame_set;
   for (auto& f : frame_params(model)) frame_set.insert(f.unsafeGetTensorImpl());
@@ -475,277 +464,411 @@ nlohmann::json train(const TrainConfig& cin, std::ostream& progress) {
       (p.dim() >= 2 ? decay : no_decay).push_back(p);
     }
   }
-  const double beta2 = c.power_stabilisation ? 0.98 : 0.999;
+  Optimisers o;
+  o.beta2 = c.power_stabilisation ? 0.98 : 0.999;
   torch::optim::AdamWOptions adam_options(c.adam_lr);
-  adam_options.betas({0.9, beta2}).eps(1e-8).weight_decay(c.weight_decay);
+  adam_options.betas({0.9, o.beta2}).eps(1e-8).weight_decay(c.weight_decay);
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(adam_options));
   auto no_decay_options = adam_options;
   no_decay_options.weight_decay(0.0);
   groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(no_decay_options));
-  torch::optim::AdamW adamw(std::move(groups), adam_options);
-  FrameHyper frame_hyper = arm.hyper;
-  frame_hyper.beta2 = beta2;
-  std::unique_ptr<FrameOptimizer> frame_opt;
-  if (arm.frames_on_manifold) frame_opt = std::make_unique<FrameOptimizer>(frames, frame_hyper);
+  o.adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), adam_options);
+  o.frame_hyper = arm.hyper;
+  o.frame_hyper.beta2 = o.beta2;
+  if (arm.frames_on_manifold) o.frames = std::make_unique<FrameOptimizer>(frames, o.frame_hyper);
+  return o;
+}
 
-  const std::int64_t n_train = data.train_x.size(0);
-  const std::int64_t batch = grok ? n_train : std::min(c.batch, n_train);
-  const std::int64_t steps_per_epoch = (n_train + batch - 1) / batch;
-  const std::int64_t total_steps = steps_per_epoch * c.epochs;
-  const std::int64_t warmup = grok ? (c.power_stabilisation ? 10 : 0) : c.warmup_epochs * steps_per_epoch;
+// What one epoch's steps accumulate for the record.
+struct EpochSums {
+  double loss = 0, tangent = 0, step = 0, gauge = 0, capped = 0, frames_seen = 0;
+  std::int64_t correct = 0;
+};
 
-  std::int64_t start_epoch = 0;
-  if (c.resume && fs::exists(ckpt_path)) {
+// One run: its settings, folder, data, model and optimisers, and the stages train() runs in order.
+class Run {
+ public:
+  Run(const TrainConfig& given, std::ostream& progress)
+      : c_(with_task_defaults(given)), options_(run_options(given)), grok_(c_.task == "grok"),
+        arm_(make_arm(c_, c_.adam_lr, c_.eps)), dev_(select_device(c_)), progress_(progress) {}
+
+  // Set-up: the output folder and what it holds. Returns the stored record when it is the result
+  // (a completed or diverged run of these settings); otherwise null, and the run goes on.
+  std::optional<nlohmann::json> open_folder();
+  void set_up();
+  void resume();
+  void write_header();
+  // One epoch of steps; a non-finite value returns the diverged record.
+  std::optional<nlohmann::json> train_epoch(std::int64_t epoch, EpochSums& sums);
+  nlohmann::json evaluate_epoch(std::int64_t epoch, const EpochSums& sums);
+  void commit_epoch(std::int64_t epoch, const nlohmann::json& metrics);
+  nlohmann::json run_epochs();
+
+ private:
+  // The frame diagnostics of all W_Q, W_K at once: [frames, d, r] in float64.
+  torch::Tensor stacked_frames(bool grad) const;
+  nlohmann::json diverged(const std::string& what, std::int64_t epoch);
+  void lap(const char* stage);
+  void print_progress(std::int64_t epoch) const;
+
+  const TrainConfig c_;
+  const nlohmann::json options_;
+  const bool grok_;
+  const Arm arm_;
+  const torch::Device dev_;
+  std::ostream& progress_;
+  const bool tty_ = !c_.quiet && isatty(STDERR_FILENO);
+  nlohmann::json compute_;
+  fs::path run_path_, ckpt_path_;
+  std::optional<io::FolderLock> lock_;
+  nlohmann::json run_;
+  nlohmann::json stored_config_ = nlohmann::json::object();
+  std::string stored_compute_;
+  Data data_;
+  ModelSpec spec_;
+  Classifier model_{nullptr};
+  Optimisers opt_;
+  std::vector<torch::Tensor> fparams_;
+  std::vector<std::pair<std::string, torch::Tensor>> named_;
+  std::int64_t n_train_ = 0, batch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, warmup_ = 0;
+  std::int64_t start_epoch_ = 0, global_step_ = 0;
+  // Wall seconds per stage of this process's epochs (a profile; never part of the results).
+  std::map<std::string, double> stage_seconds_;
+  std::chrono::steady_clock::time_point lap_start_, run_start_, window_start_;
+  std::int64_t window_epochs_ = 0;
+};
+
+std::optional<nlohmann::json> Run::open_folder() {
+  compute_ = select_compute(c_);
+  const fs::path out(c_.out);
+  run_path_ = out / "run.json";
+  ckpt_path_ = out / "checkpoint.pt";
+  if (fs::exists(out) && !fs::is_directory(out)) throw std::invalid_argument("--out " + c_.out + ": not a folder");
+  io::check_output_path(run_path_);
+  io::check_output_path(ckpt_path_);
+  // One process at a time writes a run folder (an existing one is locked now, a new one once created).
+  if (fs::is_directory(out)) lock_.emplace(out);
+  run_ = read_existing_run(c_, run_path_, ckpt_path_, options_);
+  io::remove_stale_temporaries(run_path_);  // left by a killed process
+  io::remove_stale_temporaries(ckpt_path_);
+  if (run_.is_object() && run_.value("status", "") == "diverged") return run_;  // a result
+  if (run_.is_object() && run_.value("status", "") == "completed") {
+    // A finished run with the same settings: its record is the result, once its final checkpoint is
+    // the one it names. A kill between the final record and the checkpoint's commit leaves an older
+    // checkpoint: the run then resumes from it and recomputes the last epochs (bit-identically).
+    if (!run_.contains("checkpoints") || run_["checkpoints"].empty()) return run_;  // records before checksums
+    std::int64_t last = 0;
+    for (const auto& [e, h] : run_["checkpoints"].items()) last = std::max(last, std::int64_t(std::stoll(e)));
+    if (fs::exists(ckpt_path_) && recorded_checkpoint_epoch(run_, io::sha256_file(ckpt_path_)) == last) return run_;
+    if (!c_.quiet) progress_ << ckpt_path_.string() << ": not the final checkpoint the record names; recomputing it\n";
+  }
+  if (run_.is_object()) {
+    stored_config_ = run_.value("config", nlohmann::json::object());
+    if (run_.contains("compute") && run_["compute"].is_object()) stored_compute_ = run_["compute"].value("mode", "");
+  }
+  return std::nullopt;
+}
+
+// Data, folder, model, optimisers and the step counts; nothing is written before the data loads.
+void Run::set_up() {
+  data_ = load_data(c_);  // may throw DataError before anything is written
+  const fs::path out(c_.out);
+  fs::create_directories(out);
+  if (!lock_) lock_.emplace(out);
+  if (!c_.resume && c_.overwrite) {  // --overwrite: the old run goes only once the new one can start
+    fs::remove(run_path_);
+    fs::remove(ckpt_path_);
+  }
+  spec_ = model_spec(c_, data_);
+  model_ = build_model(c_, spec_, arm_, dev_);
+  opt_ = build_optimisers(c_, arm_, model_);
+  fparams_ = frame_params(model_);
+  for (const auto& item : model_->named_parameters()) named_.emplace_back(item.key(), item.value());
+  n_train_ = data_.train_x.size(0);
+  batch_ = grok_ ? n_train_ : std::min(c_.batch, n_train_);
+  steps_per_epoch_ = (n_train_ + batch_ - 1) / batch_;
+  total_steps_ = steps_per_epoch_ * c_.epochs;
+  warmup_ = grok_ ? (c_.power_stabilisation ? 10 : 0) : c_.warmup_epochs * steps_per_epoch_;
+}
+
+// --resume: the checkpoint the record names restores the model and optimisers, and the record is
+// trimmed to the checkpoint's epoch.
+void Run::resume() {
+  if (c_.resume && fs::exists(ckpt_path_)) {
     // The record names the SHA-256 of the checkpoints it was written with (the last two): a damaged
     // or foreign checkpoint matches none of them. Records from before checksums carry none.
     std::int64_t recorded_epoch = -1;
-    if (run.contains("checkpoints")) {
-      const std::string sha = io::sha256_file(ckpt_path);
-      recorded_epoch = recorded_checkpoint_epoch(run, sha);
+    if (run_.contains("checkpoints")) {
+      const std::string sha = io::sha256_file(ckpt_path_);
+      recorded_epoch = recorded_checkpoint_epoch(run_, sha);
       if (recorded_epoch < 0)
-        throw std::invalid_argument(ckpt_path.string() + ": SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " +
-                                    run_path.string() + " records (damaged, or from another run); --overwrite starts over");
+        throw std::invalid_argument(ckpt_path_.string() + ": SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " +
+                                    run_path_.string() + " records (damaged, or from another run); --overwrite starts over");
     }
-    std::ifstream in(ckpt_path, std::ios::binary);
+    std::ifstream in(ckpt_path_, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw std::runtime_error(ckpt_path.string() + ": cannot be read");
-    checkpoint::State state{&model, &adamw, frame_opt.get()};
-    start_epoch = checkpoint::restore(bytes, ckpt_path.string(), options, state);
-    if (recorded_epoch >= 0 && recorded_epoch != start_epoch)
-      throw std::invalid_argument(ckpt_path.string() + ": holds epoch " + std::to_string(start_epoch) + " but " +
-                               run_path.string() + " records it as epoch " + std::to_string(recorded_epoch));
-    if (start_epoch >= c.epochs && run.value("status", "") != "completed")
-      throw std::runtime_error(ckpt_path.string() + ": the checkpoint is at the last epoch but " + run_path.string() +
+    if (!in.good() && !in.eof()) throw std::runtime_error(ckpt_path_.string() + ": cannot be read");
+    checkpoint::State state{&model_, opt_.adamw.get(), opt_.frames.get()};
+    start_epoch_ = checkpoint::restore(bytes, ckpt_path_.string(), options_, state);
+    if (recorded_epoch >= 0 && recorded_epoch != start_epoch_)
+      throw std::invalid_argument(ckpt_path_.string() + ": holds epoch " + std::to_string(start_epoch_) + " but " +
+                                  run_path_.string() + " records it as epoch " + std::to_string(recorded_epoch));
+    if (start_epoch_ >= c_.epochs && run_.value("status", "") != "completed")
+      throw std::runtime_error(ckpt_path_.string() + ": the checkpoint is at the last epoch but " + run_path_.string() +
                                " is not completed (a record lost by an interrupted write); rerun without --resume");
   }
-  if (start_epoch == 0 || !run.contains("epochs")) {
-    run = nlohmann::json::object();
-    run["epochs"] = nlohmann::json::array();
+  if (start_epoch_ == 0 || !run_.contains("epochs")) {
+    run_ = nlohmann::json::object();
+    run_["epochs"] = nlohmann::json::array();
   } else {
-    auto& epochs = run["epochs"];
-    while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch) epochs.erase(epochs.size() - 1);
-    if (run.contains("checkpoints")) {
+    auto& epochs = run_["epochs"];
+    while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch_) epochs.erase(epochs.size() - 1);
+    if (run_.contains("checkpoints")) {
       nlohmann::json kept = nlohmann::json::object();
-      for (const auto& [e, h] : run["checkpoints"].items())
-        if (std::stoll(e) <= start_epoch) kept[e] = h;
-      run["checkpoints"] = kept;
+      for (const auto& [e, h] : run_["checkpoints"].items())
+        if (std::stoll(e) <= start_epoch_) kept[e] = h;
+      run_["checkpoints"] = kept;
     }
   }
-  if (start_epoch > 0) run["resumed_at_epochs"].push_back(start_epoch);
-  run["status"] = "running";
-  run["options"] = options;
-  run["config"] = {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"n", c.n}, {"epochs", c.epochs},
-                   {"batch", batch}, {"device", c.device}, {"adam_lr", c.adam_lr},
-                   {"weight_decay", c.weight_decay}, {"adam_betas", {0.9, beta2}},
-                   {"riemann_lr", frame_hyper.lr}, {"eps", c.eps}, {"tau", c.tau},
-                   {"cap", arm.frames_on_manifold && frame_hyper.cap_tau.has_value()},
-                   {"soft_lambda", arm.soft_penalty ? c.soft_lambda : 0.0},
-                   {"schedule", grok ? (c.power_stabilisation ? "10-step warm-up, then constant" : "constant")
-                                     : "linear warm-up over " + std::to_string(c.warmup_epochs) +
-                                           " epochs, then cosine to zero (both rates)"},
-                   {"model", {{"layers", spec.layers}, {"d", spec.d}, {"heads", spec.heads}, {"r", spec.r},
-                              {"ffn", 4 * spec.d}, {"pooling", grok ? "concat readout" : spec.pooling},
-                              {"positional", spec.positional}, {"input_dim", spec.input_dim},
-                              {"tokens", spec.tokens}, {"classes", spec.classes}}},
-                   {"init_scale", c.init_scale},
-                   {"test_n", data.test_y.size(0)},
-                   {"threads", c.threads},
-                   {"eval_every", c.eval_every},
-                   {"val_n", c.val_n}};
-  if (start_epoch > 0) {
-    // A resume continues the same run: refuse one whose settings differ from the stored record's.
+  if (start_epoch_ > 0) run_["resumed_at_epochs"].push_back(start_epoch_);
+  global_step_ = start_epoch_ * steps_per_epoch_;
+}
+
+// The record's settings ("options" as given, "config" as run); a resume refuses other settings.
+void Run::write_header() {
+  const FrameHyper& fh = opt_.frame_hyper;
+  run_["status"] = "running";
+  run_["options"] = options_;
+  run_["config"] = {{"task", c_.task}, {"arm", c_.arm}, {"seed", c_.seed}, {"n", c_.n}, {"epochs", c_.epochs},
+                    {"batch", batch_}, {"device", c_.device}, {"adam_lr", c_.adam_lr},
+                    {"weight_decay", c_.weight_decay}, {"adam_betas", {0.9, opt_.beta2}},
+                    {"riemann_lr", fh.lr}, {"eps", c_.eps}, {"tau", c_.tau},
+                    {"cap", arm_.frames_on_manifold && fh.cap_tau.has_value()},
+                    {"soft_lambda", arm_.soft_penalty ? c_.soft_lambda : 0.0},
+                    {"schedule", grok_ ? (c_.power_stabilisation ? "10-step warm-up, then constant" : "constant")
+                                       : "linear warm-up over " + std::to_string(c_.warmup_epochs) +
+                                             " epochs, then cosine to zero (both rates)"},
+                    {"model", {{"layers", spec_.layers}, {"d", spec_.d}, {"heads", spec_.heads}, {"r", spec_.r},
+                               {"ffn", 4 * spec_.d}, {"pooling", grok_ ? "concat readout" : spec_.pooling},
+                               {"positional", spec_.positional}, {"input_dim", spec_.input_dim},
+                               {"tokens", spec_.tokens}, {"classes", spec_.classes}}},
+                    {"init_scale", c_.init_scale},
+                    {"test_n", data_.test_y.size(0)},
+                    {"threads", c_.threads},
+                    {"eval_every", c_.eval_every},
+                    {"val_n", c_.val_n}};
+  if (start_epoch_ > 0) {
     std::string differs;
-    for (const auto& [k, v] : run["config"].items())
-      if (stored_config.contains(k) && stored_config[k] != v)
-        differs += (differs.empty() ? "" : ", ") + k + " (" + stored_config[k].dump() + " → " + v.dump() + ")";
-    if (!stored_compute.empty() && stored_compute != c.compute)
-      differs += std::string(differs.empty() ? "" : ", ") + "compute (" + stored_compute + " → " + c.compute + ")";
+    for (const auto& [k, v] : run_["config"].items())
+      if (stored_config_.contains(k) && stored_config_[k] != v)
+        differs += (differs.empty() ? "" : ", ") + k + " (" + stored_config_[k].dump() + " → " + v.dump() + ")";
+    if (!stored_compute_.empty() && stored_compute_ != c_.compute)
+      differs += std::string(differs.empty() ? "" : ", ") + "compute (" + stored_compute_ + " → " + c_.compute + ")";
     if (!differs.empty())
-      throw std::invalid_argument("--resume: " + run_path.string() + " records another run: " + differs +
+      throw std::invalid_argument("--resume: " + run_path_.string() + " records another run: " + differs +
                                   "; resume with the same options or use another --out");
   }
-  run["compute"] = compute;
-  run["dataset"] = data.record;
-  run["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
-                        {"threads", torch::get_num_threads()}};
+  run_["compute"] = compute_;
+  run_["dataset"] = data_.record;
+  run_["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
+                         {"threads", torch::get_num_threads()}};
+}
 
-  const bool tty = !c.quiet && isatty(STDERR_FILENO);
-  const auto run_start = std::chrono::steady_clock::now();
-  auto fparams = frame_params(model);
-  std::int64_t global_step = start_epoch * steps_per_epoch;
-  // The image task records every epoch (test accuracy at the evaluated epochs and the last); the
-  // grokking task records and checkpoints at its evaluated epochs only, so a 20 000-epoch run writes
-  // 200 of each.
-  auto window_start = std::chrono::steady_clock::now();
-  std::int64_t window_epochs = 0;
-  // Wall seconds per stage of this process's epochs (a profile; never part of the results).
-  std::map<std::string, double> stage_seconds;
-  auto lap_start = std::chrono::steady_clock::now();
-  auto lap = [&](const char* stage) {
-    const auto now = std::chrono::steady_clock::now();
-    stage_seconds[stage] += std::chrono::duration<double>(now - lap_start).count();
-    lap_start = now;
-  };
-  // The frame diagnostics of all W_Q, W_K at once: [frames, d, r] in float64.
-  auto stacked_frames = [&](bool grad) {
-    std::vector<torch::Tensor> parts;
-    for (auto& w : fparams)
-      parts.push_back((grad ? w.grad() : w.detach()).to(torch::kFloat64).reshape({-1, w.size(-2), w.size(-1)}));
-    return torch::cat(parts);
-  };
-  // Divergence is a result: the first non-finite loss, gradient or parameter ends the run with status
-  // "diverged", recorded with the epoch, the step and the tensor; the last good checkpoint stays.
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  for (const auto& item : model->named_parameters()) named.emplace_back(item.key(), item.value());
-  auto diverged = [&](const std::string& what, std::int64_t epoch) {
-    run["status"] = "diverged";
-    run["divergence"] = {{"epoch", epoch + 1}, {"step", global_step + 1}, {"tensor", what},
-                         {"note", "a non-finite value; the run stopped at this step (recorded epochs are before it)"}};
-    run["stage_seconds"] = stage_seconds;
-    io::write_file_atomically(run_path, run.dump(2) + "\n");
-    if (!c.quiet) progress << (tty ? "\n" : "") << "diverged at epoch " << epoch + 1 << ", step " << global_step + 1
-                           << ": non-finite " << what << "\n";
-    return run;
-  };
-  for (std::int64_t epoch = start_epoch; epoch < c.epochs; ++epoch) {
-    ++window_epochs;
-    auto shuffle_gen = at::detail::createCPUGenerator(c.seed * 1000003 + std::uint64_t(epoch));
-    const auto order = torch::randperm(n_train, shuffle_gen, torch::kLong);
-    double loss_sum = 0, tangent_sum = 0, step_sum = 0, gauge_sum = 0, capped = 0, frames_seen = 0;
-    std::int64_t correct = 0;
-    lap_start = std::chrono::steady_clock::now();
-    for (std::int64_t s = 0; s < steps_per_epoch; ++s, ++global_step) {
-      const double f = schedule_factor(global_step, warmup, total_steps, !grok);
-      for (auto& g : adamw.param_groups()) g.options().set_lr(c.adam_lr * f);
-      if (frame_opt) frame_opt->param_groups().front().options().set_lr(frame_hyper.lr * f);
-      const auto idx = order.slice(0, s * batch, std::min(n_train, (s + 1) * batch));
-      const auto xb = data.train_x.index_select(0, idx).to(dev);
-      const auto yb = data.train_y.index_select(0, idx).to(dev);
-      adamw.zero_grad();
-      if (frame_opt) frame_opt->zero_grad();
-      lap("data");
-      const auto logits = model->forward(xb);
-      auto loss = torch::cross_entropy_loss(logits, yb);
-      if (arm.soft_penalty)
-        for (auto& w : fparams) {
-          const auto eye = torch::eye(w.size(-1), w.options());
-          loss = loss + c.soft_lambda * (w.transpose(-2, -1).matmul(w) - eye).pow(2).sum();
-        }
-      const double loss_value = loss.item<double>();
-      if (!std::isfinite(loss_value)) return diverged("loss", epoch);
-      lap("forward");
-      loss.backward();
-      if (const auto bad = first_non_finite(named, true); !bad.empty()) return diverged(bad, epoch);
-      lap("backward");
-      torch::Tensor before;
-      {
-        torch::NoGradGuard guard;
-        const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
-        const auto pg_norm = batched_project_tangent(w64, g64).pow(2).sum({-2, -1}).sqrt();
-        tangent_sum += pg_norm.sum().item<double>();
-        const auto a = w64.transpose(1, 2).bmm(g64);
-        const auto gauge = w64.bmm((a - a.transpose(1, 2)) / 2).pow(2).sum({-2, -1}).sqrt();
-        gauge_sum += (gauge / pg_norm.clamp_min(1e-300)).sum().item<double>();
-        frames_seen += double(w64.size(0));
-        before = w64;
+torch::Tensor Run::stacked_frames(bool grad) const {
+  std::vector<torch::Tensor> parts;
+  for (const auto& w : fparams_)
+    parts.push_back((grad ? w.grad() : w.detach()).to(torch::kFloat64).reshape({-1, w.size(-2), w.size(-1)}));
+  return torch::cat(parts);
+}
+
+void Run::lap(const char* stage) {
+  const auto now = std::chrono::steady_clock::now();
+  stage_seconds_[stage] += std::chrono::duration<double>(now - lap_start_).count();
+  lap_start_ = now;
+}
+
+// Divergence is a result: the first non-finite loss, gradient or parameter ends the run with status
+// "diverged", recorded with the epoch, the step and the tensor; the last good checkpoint stays.
+nlohmann::json Run::diverged(const std::string& what, std::int64_t epoch) {
+  run_["status"] = "diverged";
+  run_["divergence"] = {{"epoch", epoch + 1}, {"step", global_step_ + 1}, {"tensor", what},
+                        {"note", "a non-finite value; the run stopped at this step (recorded epochs are before it)"}};
+  run_["stage_seconds"] = stage_seconds_;
+  io::write_file_atomically(run_path_, run_.dump(2) + "\n");
+  if (!c_.quiet)
+    progress_ << (tty_ ? "\n" : "") << "diverged at epoch " << epoch + 1 << ", step " << global_step_ + 1
+              << ": non-finite " << what << "\n";
+  return run_;
+}
+
+void Run::print_progress(std::int64_t epoch) const {
+  const double done = double(global_step_ + 1 - start_epoch_ * steps_per_epoch_) /
+                      double(total_steps_ - start_epoch_ * steps_per_epoch_);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start_).count();
+  const int width = 30, filled = int(done * width);
+  progress_ << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] epoch " << epoch + 1 << "/"
+            << c_.epochs << " ETA " << format_seconds(elapsed / done - elapsed) << "   " << std::flush;
+}
+
+std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& sums) {
+  auto shuffle_gen = at::detail::createCPUGenerator(c_.seed * 1000003 + std::uint64_t(epoch));
+  const auto order = torch::randperm(n_train_, shuffle_gen, torch::kLong);
+  lap_start_ = std::chrono::steady_clock::now();
+  for (std::int64_t s = 0; s < steps_per_epoch_; ++s, ++global_step_) {
+    const double f = schedule_factor(global_step_, warmup_, total_steps_, !grok_);
+    for (auto& g : opt_.adamw->param_groups()) g.options().set_lr(c_.adam_lr * f);
+    if (opt_.frames) opt_.frames->param_groups().front().options().set_lr(opt_.frame_hyper.lr * f);
+    const auto idx = order.slice(0, s * batch_, std::min(n_train_, (s + 1) * batch_));
+    const auto xb = data_.train_x.index_select(0, idx).to(dev_);
+    const auto yb = data_.train_y.index_select(0, idx).to(dev_);
+    opt_.adamw->zero_grad();
+    if (opt_.frames) opt_.frames->zero_grad();
+    lap("data");
+    const auto logits = model_->forward(xb);
+    auto loss = torch::cross_entropy_loss(logits, yb);
+    if (arm_.soft_penalty)
+      for (auto& w : fparams_) {
+        const auto eye = torch::eye(w.size(-1), w.options());
+        loss = loss + c_.soft_lambda * (w.transpose(-2, -1).matmul(w) - eye).pow(2).sum();
       }
-      lap("diagnostics");
-      adamw.step();
-      lap("adamw");
-      if (frame_opt) {
-        frame_opt->step();
-        capped += frame_opt->last_report().capped.to(torch::kFloat64).sum().item<double>();
-      }
-      lap("frames");
-      {
-        torch::NoGradGuard guard;
-        const double moved = (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum().item<double>();
-        if (!std::isfinite(moved)) return diverged("W_Q/W_K frames after the step", epoch);
-        step_sum += moved;
-      }
-      loss_sum += loss_value * double(idx.size(0));
-      correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
-      lap("diagnostics");
-      if (tty) {
-        const double done = double(global_step + 1 - start_epoch * steps_per_epoch) /
-                            double(total_steps - start_epoch * steps_per_epoch);
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-        const int width = 30, filled = int(done * width);
-        progress << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] epoch "
-                 << epoch + 1 << "/" << c.epochs << " ETA " << format_seconds(elapsed / done - elapsed) << "   "
-                 << std::flush;
-      }
-    }
-    if (const auto bad = first_non_finite(named, false); !bad.empty()) return diverged(bad + " after the epoch", epoch);
-    nlohmann::json metrics = {{"epoch", epoch + 1},
-                              {"train_loss", loss_sum / double(n_train)},
-                              {"train_acc", double(correct) / double(n_train)}};
-    const bool last = epoch + 1 == c.epochs;
-    const bool evaluated = (epoch + 1) % c.eval_every == 0 || last;
-    if (!evaluated && grok) continue;
-    if (evaluated) {
-      metrics["test_acc"] = evaluate(model, data.test_x, data.test_y, dev, eval_chunk).acc;
-      if (data.val_x.defined()) metrics["val_acc"] = evaluate(model, data.val_x, data.val_y, dev, eval_chunk).acc;
-      lap("evaluation");
-    }
-    std::vector<double> iso;
+    const double loss_value = loss.item<double>();
+    if (!std::isfinite(loss_value)) return diverged("loss", epoch);
+    lap("forward");
+    loss.backward();
+    if (const auto bad = first_non_finite(named_, true); !bad.empty()) return diverged(bad, epoch);
+    lap("backward");
+    torch::Tensor before;
     {
-      const auto e = isometry_error(stacked_frames(false));
-      for (std::int64_t i = 0; i < e.size(0); ++i) iso.push_back(e[i].item<double>());
+      torch::NoGradGuard guard;
+      const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
+      const auto pg_norm = batched_project_tangent(w64, g64).pow(2).sum({-2, -1}).sqrt();
+      sums.tangent += pg_norm.sum().item<double>();
+      const auto a = w64.transpose(1, 2).bmm(g64);
+      const auto gauge = w64.bmm((a - a.transpose(1, 2)) / 2).pow(2).sum({-2, -1}).sqrt();
+      sums.gauge += (gauge / pg_norm.clamp_min(1e-300)).sum().item<double>();
+      sums.frames_seen += double(w64.size(0));
+      before = w64;
     }
-    metrics["isometry_error"] = iso;
-    metrics["isometry_error_max"] = *std::max_element(iso.begin(), iso.end());
-    const double frame_steps = std::max(1.0, frames_seen);
-    metrics["tangent_grad_norm"] = tangent_sum / frame_steps;
-    metrics["step_norm"] = step_sum / frame_steps;
-    metrics["step_per_gradient"] = tangent_sum > 0 ? step_sum / tangent_sum : 0.0;
-    metrics["cap_active_fraction"] = capped / frame_steps;
-    metrics["gauge_fraction"] = gauge_sum / frame_steps;
-    const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
-    metrics["seconds"] = window / double(window_epochs);  // wall seconds per epoch since the last record
-    window_start = std::chrono::steady_clock::now();
-    window_epochs = 0;
-    run["epochs"].push_back(metrics);
-    if (last) {
-      run["status"] = "completed";
-      run["final"] = metrics;
+    lap("diagnostics");
+    opt_.adamw->step();
+    lap("adamw");
+    if (opt_.frames) {
+      opt_.frames->step();
+      sums.capped += opt_.frames->last_report().capped.to(torch::kFloat64).sum().item<double>();
     }
-    // The record first, then the checkpoint: a kill between the two leaves the checkpoint behind
-    // the record, and a resume recomputes the epochs the checkpoint lacks (bit-identically) and
-    // trims the record to match. The other order would lose the record of the epoch in between.
-    run["stage_seconds"] = stage_seconds;
-    // One unit: the checkpoint is written and hashed, the record naming its hash replaces the old
-    // record, then the checkpoint replaces the old checkpoint. A kill in between leaves a record one
-    // epoch ahead of a checkpoint it still names; a resume recomputes that epoch bit-identically.
-    // Serialised in memory, written by io's checked writer: LibTorch's own file writer cannot report
-    // a full disk (its destructor throws again while unwinding, which terminates the process).
-    const checkpoint::State state{&model, &adamw, frame_opt.get()};
-    const std::string checkpoint_bytes = checkpoint::serialise(state, epoch + 1, global_step, options);
-    io::PendingFile checkpoint(ckpt_path, checkpoint_bytes);
-    auto& hashes = run["checkpoints"];
-    if (!hashes.is_object()) hashes = nlohmann::json::object();
-    hashes[std::to_string(epoch + 1)] = io::sha256_file(checkpoint.temporary());
-    while (hashes.size() > 2) {  // the last two: the one committed and the one about to be
-      std::string oldest = hashes.begin().key();
-      for (const auto& [e, h] : hashes.items())
-        if (std::stoll(e) < std::stoll(oldest)) oldest = e;
-      hashes.erase(oldest);
+    lap("frames");
+    {
+      torch::NoGradGuard guard;
+      const double moved = (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum().item<double>();
+      if (!std::isfinite(moved)) return diverged("W_Q/W_K frames after the step", epoch);
+      sums.step += moved;
     }
-    io::write_file_atomically(run_path, run.dump(2) + "\n");
-    checkpoint.commit();
-    lap("checkpoint");
-    if (!c.quiet) {
-      if (tty) progress << "\r";
-      progress << "epoch " << epoch + 1 << "/" << c.epochs << "  loss " << std::setprecision(4)
-               << metrics["train_loss"].get<double>() << "  train " << metrics["train_acc"].get<double>();
-      if (metrics.contains("test_acc")) progress << "  test " << metrics["test_acc"].get<double>();
-      progress << "  iso " << std::setprecision(2) << metrics["isometry_error_max"].get<double>() << "  "
-               << std::setprecision(3) << metrics["seconds"].get<double>() << " s" << std::string(tty ? 20 : 0, ' ')
-               << "\n";
-    }
+    sums.loss += loss_value * double(idx.size(0));
+    sums.correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
+    lap("diagnostics");
+    if (tty_) print_progress(epoch);
   }
-  return run;
+  if (const auto bad = first_non_finite(named_, false); !bad.empty()) return diverged(bad + " after the epoch", epoch);
+  return std::nullopt;
+}
+
+// The epoch's record: training loss and accuracy, test (and validation) accuracy at the evaluated
+// epochs, the frames' isometry and the step diagnostics.
+nlohmann::json Run::evaluate_epoch(std::int64_t epoch, const EpochSums& sums) {
+  nlohmann::json metrics = {{"epoch", epoch + 1},
+                            {"train_loss", sums.loss / double(n_train_)},
+                            {"train_acc", double(sums.correct) / double(n_train_)}};
+  const std::int64_t eval_chunk = c_.compute == "pinned" ? 256 : 2048;
+  const bool evaluated = (epoch + 1) % c_.eval_every == 0 || epoch + 1 == c_.epochs;
+  if (evaluated) {
+    metrics["test_acc"] = evaluate(model_, data_.test_x, data_.test_y, dev_, eval_chunk).acc;
+    if (data_.val_x.defined()) metrics["val_acc"] = evaluate(model_, data_.val_x, data_.val_y, dev_, eval_chunk).acc;
+    lap("evaluation");
+  }
+  std::vector<double> iso;
+  {
+    const auto e = isometry_error(stacked_frames(false));
+    for (std::int64_t i = 0; i < e.size(0); ++i) iso.push_back(e[i].item<double>());
+  }
+  metrics["isometry_error"] = iso;
+  metrics["isometry_error_max"] = *std::max_element(iso.begin(), iso.end());
+  const double frame_steps = std::max(1.0, sums.frames_seen);
+  metrics["tangent_grad_norm"] = sums.tangent / frame_steps;
+  metrics["step_norm"] = sums.step / frame_steps;
+  metrics["step_per_gradient"] = sums.tangent > 0 ? sums.step / sums.tangent : 0.0;
+  metrics["cap_active_fraction"] = sums.capped / frame_steps;
+  metrics["gauge_fraction"] = sums.gauge / frame_steps;
+  const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
+  metrics["seconds"] = window / double(window_epochs_);  // wall seconds per epoch since the last record
+  window_start_ = std::chrono::steady_clock::now();
+  window_epochs_ = 0;
+  return metrics;
+}
+
+// The record and the checkpoint of one epoch, as one unit: the checkpoint is written and hashed,
+// the record naming its hash replaces the old record, then the checkpoint replaces the old
+// checkpoint. A kill in between leaves a record one epoch ahead of a checkpoint it still names; a
+// resume recomputes that epoch bit-identically and trims the record to match.
+void Run::commit_epoch(std::int64_t epoch, const nlohmann::json& metrics) {
+  run_["epochs"].push_back(metrics);
+  if (epoch + 1 == c_.epochs) {
+    run_["status"] = "completed";
+    run_["final"] = metrics;
+  }
+  run_["stage_seconds"] = stage_seconds_;
+  // Serialised in memory, written by io's checked writer: LibTorch's own file writer cannot report
+  // a full disk (its destructor throws again while unwinding, which terminates the process).
+  const checkpoint::State state{&model_, opt_.adamw.get(), opt_.frames.get()};
+  io::PendingFile pending(ckpt_path_, checkpoint::serialise(state, epoch + 1, global_step_, options_));
+  auto& hashes = run_["checkpoints"];
+  if (!hashes.is_object()) hashes = nlohmann::json::object();
+  hashes[std::to_string(epoch + 1)] = io::sha256_file(pending.temporary());
+  while (hashes.size() > 2) {  // the last two: the one committed and the one about to be
+    std::string oldest = hashes.begin().key();
+    for (const auto& [e, h] : hashes.items())
+      if (std::stoll(e) < std::stoll(oldest)) oldest = e;
+    hashes.erase(oldest);
+  }
+  io::write_file_atomically(run_path_, run_.dump(2) + "\n");
+  pending.commit();
+  lap("checkpoint");
+  if (c_.quiet) return;
+  if (tty_) progress_ << "\r";
+  progress_ << "epoch " << epoch + 1 << "/" << c_.epochs << "  loss " << std::setprecision(4)
+            << metrics["train_loss"].get<double>() << "  train " << metrics["train_acc"].get<double>();
+  if (metrics.contains("test_acc")) progress_ << "  test " << metrics["test_acc"].get<double>();
+  progress_ << "  iso " << std::setprecision(2) << metrics["isometry_error_max"].get<double>() << "  "
+            << std::setprecision(3) << metrics["seconds"].get<double>() << " s" << std::string(tty_ ? 20 : 0, ' ')
+            << "\n";
+}
+
+// The image task records every epoch (test accuracy at the evaluated epochs and the last); the
+// grokking task records and checkpoints at its evaluated epochs only, so a 20 000-epoch run writes
+// 200 of each.
+nlohmann::json Run::run_epochs() {
+  run_start_ = window_start_ = std::chrono::steady_clock::now();
+  for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
+    ++window_epochs_;
+    EpochSums sums;
+    if (auto stopped = train_epoch(epoch, sums)) return *stopped;
+    const bool evaluated = (epoch + 1) % c_.eval_every == 0 || epoch + 1 == c_.epochs;
+    if (!evaluated && grok_) continue;
+    commit_epoch(epoch, evaluate_epoch(epoch, sums));
+  }
+  return run_;
+}
+
+}  // namespace
+
+nlohmann::json train(const TrainConfig& config, std::ostream& progress) {
+  validate(config);
+  Run run(config, progress);
+  if (auto result = run.open_folder()) return *result;
+  run.set_up();
+  run.resume();
+  run.write_header();
+  return run.run_epochs();
 }
 
 }  // namespace stiefel::training

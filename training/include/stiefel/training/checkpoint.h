@@ -51,6 +51,11 @@ std::string serialise(const State& state, std::int64_t epoch, std::int64_t globa
 // after a refusal (it may be partly overwritten).
 std::int64_t restore(const std::string& bytes, const std::string& name, const nlohmann::json& options, State& state);
 
+// Refuses (std::invalid_argument naming NAME) bytes that LibTorch's archive reader must not see: a
+// ZIP record that does not fit the file, or a pickle whose declared lengths or memo ids would make
+// the reader allocate gigabytes. restore() runs it first; `stiefel certify --checkpoint` too.
+void check_archive(const std::string& bytes, const std::string& name);
+
 // The settings that differ between a stored option set and the current one, named for a message:
 // "riemann_lr (1 → 0.5), arm ("b2" → "b2m")"; empty when they agree.
 std::string differing_settings(const nlohmann::json& stored, const nlohmann::json& now);
