@@ -142,8 +142,26 @@ TEST_F(Runner, PinningRefusesAnotherGridInTheSameFolder) {
   EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);
   EXPECT_NO_THROW(stiefel::runner::check_pinned(other, /*any_data=*/true));  // --status reads it
   other = grid;
-  other.experiment.runs.pop_back();
+  other.experiment.runs.pop_back();  // a run dropped
   EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);
+  other = grid;
+  other.experiment.runs.back().train["epochs"] = 99;  // a run's settings changed
+  EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);
+  other = grid;
+  other.experiment.name = "another";
+  EXPECT_THROW(stiefel::runner::pin_grid(other), std::invalid_argument);
+}
+
+// A definition that gains runs (a seventh rate, more seeds) grows the pinned grid: the folder's
+// runs stay, the new ones join, and experiment.json records the grown grid.
+TEST_F(Runner, PinningAcceptsAGridThatGrows) {
+  auto smaller = grid;
+  smaller.experiment.runs.pop_back();
+  stiefel::runner::pin_grid(smaller);
+  EXPECT_NO_THROW(stiefel::runner::pin_grid(grid));
+  const auto meta = json::parse(read(grid.out / "experiment.json"));
+  EXPECT_EQ(meta["grid"].size(), grid.experiment.runs.size());
+  EXPECT_THROW(stiefel::runner::pin_grid(smaller), std::invalid_argument);  // and never shrinks back
 }
 
 TEST_F(Runner, SlurmScriptsRunTheUnfinishedRunsOnly) {

@@ -1,6 +1,7 @@
 #include "stiefel/runner/grid.h"
 
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/sha256.h>
@@ -41,23 +42,46 @@ json pinned_grid(const Grid& g) {
   return grid;
 }
 
+// A grid grows when its definition gains runs (another rate, another arm, more seeds): the new grid
+// extends the old one when every old run is in it with the same settings.
+bool extends(const json& old_grid, const json& grid) {
+  if (!old_grid.is_array()) return false;
+  std::map<std::string, json> now;
+  for (const auto& r : grid) now[r["id"].get<std::string>()] = r["train"];
+  for (const auto& r : old_grid) {
+    if (!r.is_object() || !r.contains("id") || !r["id"].is_string()) return false;
+    const auto it = now.find(r["id"].get<std::string>());
+    if (it == now.end() || !r.contains("train") || it->second != r["train"]) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 void check_pinned(const Grid& g, bool any_data) {
   const auto meta_path = g.out / "experiment.json";
   if (!fs::exists(meta_path)) return;
   const auto old = reports::read_json_file(meta_path.string());
-  if (!old.is_object() || old.value("grid", json()) != pinned_grid(g) ||
-      (!any_data && old.value("data", "") != g.request.data))
-    throw std::invalid_argument("--out " + g.request.out + ": holds a different grid or --data (" +
-                                (old.is_object() ? old.value("experiment", "?") : "?") + ", profile " +
-                                (old.is_object() ? old.value("profile", "?") : "?") + "); use another folder");
+  const auto text = [&](const char* key) {
+    return old.is_object() && old.contains(key) && old[key].is_string() ? old[key].get<std::string>() : std::string("?");
+  };
+  const json grid = pinned_grid(g);
+  const json old_grid = old.is_object() && old.contains("grid") ? old["grid"] : json();
+  if (!extends(old_grid, grid) || text("experiment") != g.experiment.name || text("profile") != g.experiment.profile ||
+      (!any_data && (old.is_object() && old.contains("data") ? old["data"] : json("")) != json(g.request.data)))
+    throw std::invalid_argument("--out " + g.request.out + ": holds a different grid or --data (" + text("experiment") +
+                                ", profile " + text("profile") + "); use another folder");
+  // Slurm array tasks find their runs by position in the grid: a grid submitted there cannot grow.
+  if (old_grid != grid && fs::exists(g.out / "slurm"))
+    throw std::invalid_argument("--out " + g.request.out + ": the definition has gained runs, but this grid was " +
+                                "submitted to Slurm (its tasks find runs by position); use another folder");
 }
 
 void pin_grid(const Grid& g) {
   check_pinned(g);
   const auto meta_path = g.out / "experiment.json";
-  if (fs::exists(meta_path)) return;
+  // The same grid stays as it was pinned; a grown one is pinned afresh (its runs so far unchanged).
+  if (fs::exists(meta_path) && reports::read_json_file(meta_path.string()).value("grid", json()) == pinned_grid(g)) return;
   const json meta = {{"experiment", g.experiment.name}, {"profile", g.experiment.profile},
                      {"source", g.source},              {"definition", g.experiment.definition},
                      {"grid", pinned_grid(g)},          {"data", g.request.data},

@@ -41,7 +41,7 @@ expect 2 "broken.json: not valid JSON" -- "$stiefel" experiment "$work/broken.js
 [ ! -e "$work/b" ] || { echo "FAIL: a refused definition wrote $work/b"; exit 1; }
 # A results folder holding another grid is refused, not mixed.
 mkdir -p "$work/c"
-printf '{"experiment": "table6", "profile": "smoke", "grid": [], "data": ""}' > "$work/c/experiment.json"
+printf '{"experiment": "table6", "profile": "smoke", "grid": [{"id": "main/a2/seed-0", "train": {"arm": "a2", "epochs": 99}}], "data": ""}' > "$work/c/experiment.json"
 expect 2 "holds a different grid" -- "$stiefel" experiment table6 --profile smoke --out "$work/c"
 expect 2 "not-a-folder: not a results folder" -- "$stiefel" report "$work/not-a-folder" --out "$work/r"
 expect 2 "experiment.json: not written by" -- "$stiefel" report "$work/c" --out "$work/r"

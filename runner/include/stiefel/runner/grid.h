@@ -39,11 +39,13 @@ std::string definition_path(const std::string& name, const std::string& definiti
 // Loads and resolves the grid; throws reports::ExperimentError naming the file and the field.
 Grid load_grid(const GridRequest& request);
 
-// Checks that OUT/experiment.json, when there, describes the same grid and (unless `any_data`, as
-// for --status, which reads the folder whatever data it was run on) the same --data; throws
+// Checks that OUT/experiment.json, when there, describes the same experiment and profile, a grid
+// that this one equals or extends (every pinned run present with the same settings: a definition
+// may gain rates, arms or seeds, never change or drop a run) and (unless `any_data`, as for
+// --status, which reads the folder whatever data it was run on) the same --data; throws
 // std::invalid_argument naming --out when it does not.
 void check_pinned(const Grid& grid, bool any_data = false);
-// check_pinned, then writes OUT/experiment.json when there is none.
+// check_pinned, then writes OUT/experiment.json when there is none or the grid has grown.
 void pin_grid(const Grid& grid);
 
 // --shard i/N: every N-th run of the grid, starting at the i-th (1-based).
