@@ -1,9 +1,13 @@
 #include <stiefel/training/checkpoint.h>
 
+#include <zlib.h>
+
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <tuple>
@@ -108,6 +112,46 @@ void check_pickle_lengths(const std::string& b, std::size_t begin, std::size_t e
   bad(record + ": a pickle without its STOP");
 }
 
+// The record's bytes, inflated when deflated (to exactly its declared size).
+std::string record_bytes(const std::string& b, std::size_t data, std::uint64_t compressed, std::uint64_t size,
+                         std::uint64_t method, const std::string& record,
+                         const std::function<void(const std::string&)>& bad) {
+  if (method == 0) return b.substr(data, std::size_t(size));
+  std::string out(std::size_t(size), '\0');
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) bad(record + ": cannot be inflated");
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(b.data() + data));
+  z.avail_in = uInt(compressed);
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = uInt(size);
+  const int rc = inflate(&z, Z_FINISH);
+  const bool whole = rc == Z_STREAM_END && z.total_out == size;
+  inflateEnd(&z);
+  if (!whole) bad(record + ": a deflated record that does not inflate to its size");
+  return out;
+}
+
+// LibTorch compiles the TorchScript class of every nested archive from its code record, and its
+// compiler crashes on some damaged code. A checkpoint's code records are class declarations only:
+// `class Module(Module):`, then lines declaring parameters, buffers and typed attributes. Anything
+// else is refused before LibTorch compiles it.
+void check_code_record(const std::string& code, const std::string& record,
+                       const std::function<void(const std::string&)>& bad) {
+  static const std::string type = R"((Tensor|int|float|str|bool|Tuple\[float, float\]|__torch__(\.___torch_mangle_[0-9]+)?\.Module))";
+  static const std::regex line(
+      R"(  (__parameters__|__buffers__|__annotations__) = \[("[A-Za-z0-9_./]*", )*\])"
+      R"(|  __annotations__\["[A-Za-z0-9_./]*"\] = )" + type + R"(|  [A-Za-z_][A-Za-z0-9_]* : )" + type + "|");
+  std::size_t at = 0, n = 0;
+  while (at <= code.size()) {
+    std::size_t nl = code.find('\n', at);
+    if (nl == std::string::npos) nl = code.size();
+    const std::string text = code.substr(at, nl - at);
+    if (n++ == 0 ? text != "class Module(Module):" : !std::regex_match(text, line))
+      bad(record + ": line " + std::to_string(n) + " is not a class declaration LibTorch writes");
+    at = nl + 1;
+  }
+}
+
 // A LibTorch archive is a ZIP file of stored records (the tensors) and deflated ones (its code).
 // Its reader allocates each record at the size the central directory declares: a damaged size
 // field makes it allocate gigabytes for a 60 kB file. Every record must lie inside the file, at a
@@ -164,12 +208,18 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
     std::string record = b.substr(e + 46, std::size_t(name_len));
     std::string lower = record;
     for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));  // miniz finds names case-blind
-    if (lower.size() >= 4 && lower.compare(lower.size() - 4, 4, ".pkl") == 0) {
-      if (method != 0 || !inside(offset, 30) || le(b, std::size_t(offset), 4) != 0x04034b50)
-        bad(record + ": a pickle record that is not stored in place");
+    const auto ends = [&](const char* suffix) {
+      const std::size_t k = std::strlen(suffix);
+      return lower.size() >= k && lower.compare(lower.size() - k, k, suffix) == 0;
+    };
+    const bool pickle = ends(".pkl") || ends("_pkl"), code = ends(".py");
+    if (pickle || code) {
+      if (!inside(offset, 30) || le(b, std::size_t(offset), 4) != 0x04034b50) bad(record + ": no local ZIP header");
       const std::uint64_t data = offset + 30 + le(b, std::size_t(offset) + 26, 2) + le(b, std::size_t(offset) + 28, 2);
-      if (!inside(data, size)) bad(record + ": a record that does not fit the file");
-      check_pickle_lengths(b, std::size_t(data), std::size_t(data + size), record, bad);
+      if (!inside(data, compressed)) bad(record + ": a record that does not fit the file");
+      if (pickle && method != 0) bad(record + ": a pickle record that is not stored in place");
+      if (pickle) check_pickle_lengths(b, std::size_t(data), std::size_t(data + size), record, bad);
+      if (code) check_code_record(record_bytes(b, std::size_t(data), compressed, size, method, record, bad), record, bad);
     }
     at += 46 + name_len + extra_len + comment_len;
   }
