@@ -35,6 +35,10 @@ bool owns_its_storage(const torch::Tensor& t) {
          t.storage().nbytes() >= std::size_t(t.numel()) * std::size_t(t.element_size());
 }
 
+bool all_finite(const torch::Tensor& t) {
+  return !t.defined() || !t.is_floating_point() || torch::isfinite(t).all().item<bool>();
+}
+
 using Layout = std::vector<std::tuple<std::string, std::vector<std::int64_t>, c10::ScalarType>>;
 
 Layout layout(Classifier& model) {
@@ -336,8 +340,24 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
         const auto& f = static_cast<const FrameParamState&>(*st);
         if (!owns_its_storage(f.master) || !owns_its_storage(f.frame.m) || !owns_its_storage(f.frame.v))
           throw Refusal(name + ": a frame state tensor does not own its memory (damaged sizes or strides)");
+        if (!all_finite(f.master) || !all_finite(f.frame.m) || !all_finite(f.frame.v))
+          throw Refusal(name + ": a frame state tensor holds a non-finite value");
+        // The trainer writes frames on St(d, r) to float64 roundoff; a damaged one is refused here,
+        // not left to fail inside the first step's SVD.
+        if (isometry_error(f.master).max().item<double>() > 1e-6)
+          throw Refusal(name + ": a frame's float64 master copy is not on the Stiefel manifold");
       }
     }
+    for (const auto& t : (*state.model)->named_parameters())
+      if (!all_finite(t.value())) throw Refusal(name + ": model tensor " + t.key() + " holds a non-finite value");
+    for (auto& group : state.adamw->param_groups())
+      for (auto& p : group.params()) {
+        const auto it = state.adamw->state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+        if (it == state.adamw->state().end()) continue;
+        const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+        if (!all_finite(st.exp_avg()) || !all_finite(st.exp_avg_sq()))
+          throw Refusal(name + ": an AdamW moment holds a non-finite value");
+      }
     torch::Tensor epoch;
     archive.read(kEpoch, epoch);
     return scalar_count(epoch, name, kEpoch);
