@@ -9,8 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-# fuzz_checkpoint still finds a fault inside LibTorch's reader (fuzz/open/README.md): run it by name.
-[ "${#targets[@]}" -gt 0 ] || targets=(cifar10 idx definition claims run_record)
+[ "${#targets[@]}" -gt 0 ] || targets=(cifar10 idx definition claims run_record checkpoint)
 mkdir -p build
 cmake --preset fuzz > build/fuzz-configure.log 2>&1 || { cat build/fuzz-configure.log; exit 1; }
 cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" > /dev/null

@@ -9,21 +9,21 @@
 namespace stiefel::training {
 namespace {
 
-ModelSpec small_spec(std::int64_t layers = 1) {
+ModelSpec small_spec(std::int64_t layers = 1, std::int64_t r = 3) {
   ModelSpec s;
   s.input_dim = 6;
   s.tokens = 4;
   s.classes = 3;
   s.d = 8;
   s.heads = 2;
-  s.r = 3;
+  s.r = r;
   s.layers = layers;
   return s;
 }
 
 // A model with its two optimisers after STEPS steps on random data.
 struct TrainState {
-  explicit TrainState(std::int64_t layers = 1, bool stiefel = true) : model(small_spec(layers)) {
+  explicit TrainState(std::int64_t layers = 1, bool stiefel = true, std::int64_t r = 3) : model(small_spec(layers, r)) {
     auto gen = at::detail::createCPUGenerator(7);
     init_frames(model, stiefel, gen);
     std::vector<torch::Tensor> frames, rest;
@@ -114,6 +114,31 @@ TEST(Checkpoint, RefusesAnotherModelAndAMissingFrameState) {
   const std::string no_frames = restore_into_fresh(checkpoint::serialise(euclid.state(), 1, 1, kOptions));
   EXPECT_NE(no_frames.find("ckpt.pt"), std::string::npos) << no_frames;
   EXPECT_FALSE(no_frames.empty());
+}
+
+// A stored tensor of another shape is refused before it reaches the model. LibTorch's own
+// Module::load would hand it to the live parameter's set_ (and, for a damaged one, later free a
+// pointer it never allocated): a refused checkpoint must leave the run exactly as it was.
+TEST(Checkpoint, RefusesATensorOfAnotherShapeAndLeavesTheModelUntouched) {
+  TrainState narrower(1, true, /*r=*/2);
+  narrower.steps(1);
+  const std::string bytes = checkpoint::serialise(narrower.state(), 1, 1, kOptions);
+  TrainState fresh;
+  std::vector<torch::Tensor> before;
+  for (const auto& p : fresh.model->parameters()) before.push_back(p.detach().clone());
+  auto st = fresh.state();
+  try {
+    checkpoint::restore(bytes, "ckpt.pt", kOptions, st);
+    ADD_FAILURE() << "a checkpoint of another shape was restored";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ckpt.pt: model tensor"), std::string::npos) << e.what();
+  }
+  const auto after = fresh.model->parameters();
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].sizes(), before[i].sizes()) << i;
+    EXPECT_TRUE(after[i].sizes() == before[i].sizes() && torch::equal(after[i], before[i])) << i;
+  }
 }
 
 // Truncations and random byte damage: each is refused (or, where the damage misses everything the

@@ -39,27 +39,33 @@ bool all_finite(const torch::Tensor& t) {
   return !t.defined() || !t.is_floating_point() || torch::isfinite(t).all().item<bool>();
 }
 
-using Layout = std::vector<std::tuple<std::string, std::vector<std::int64_t>, c10::ScalarType>>;
+// torch::nn::Module::load hands each stored tensor to Tensor::set_ on the live parameter, whatever
+// its shape or type; a damaged one then corrupts the parameter itself (LibTorch 1.13 frees a pointer
+// it never allocated when the model is destroyed). Each stored tensor is read into a fresh tensor
+// and checked; the live parameters and buffers are written only once every check of the checkpoint
+// has passed (see restore).
+using Pending = std::vector<std::pair<torch::Tensor, torch::Tensor>>;  // (live tensor, stored value)
 
-Layout layout(Classifier& model) {
-  Layout out;
-  for (const auto& t : model->named_parameters()) out.emplace_back(t.key(), t.value().sizes().vec(), t.value().scalar_type());
-  for (const auto& t : model->named_buffers()) out.emplace_back(t.key(), t.value().sizes().vec(), t.value().scalar_type());
-  return out;
-}
-
-// torch::nn::Module::load replaces each tensor with the stored one whatever its shape or type:
-// the model's layout before the load is compared with the one after.
-void check_layout(const Layout& expected, Classifier& model, const std::string& name) {
-  std::map<std::string, torch::Tensor> loaded;
-  for (const auto& t : model->named_parameters()) loaded[t.key()] = t.value();
-  for (const auto& t : model->named_buffers()) loaded[t.key()] = t.value();
-  for (const auto& [key, sizes, type] : expected) {
-    const torch::Tensor& t = loaded.at(key);
-    if (t.sizes().vec() != sizes || t.scalar_type() != type || !owns_its_storage(t))
-      throw Refusal(name + ": model tensor " + key + " has shape " + c10::str(t.sizes()) + " (" +
-                                  c10::toString(t.scalar_type()) + "), the model needs " +
-                                  c10::str(c10::IntArrayRef(sizes)) + " (" + c10::toString(type) + ")");
+void read_module(torch::nn::Module& module, torch::serialize::InputArchive& archive, const std::string& prefix,
+                 const std::string& name, Pending& pending) {
+  const auto read_tensor = [&](const std::string& key, const torch::Tensor& into, bool is_buffer) {
+    torch::Tensor stored;
+    archive.read(key, stored, is_buffer);
+    if (!stored.defined() || stored.sizes() != into.sizes() || stored.scalar_type() != into.scalar_type() ||
+        !owns_its_storage(stored))
+      throw Refusal(name + ": model tensor " + prefix + key + " has shape " +
+                    (stored.defined() ? c10::str(stored.sizes()) + " (" + c10::toString(stored.scalar_type()) + ")"
+                                      : std::string("(undefined)")) +
+                    ", the model needs " + c10::str(into.sizes()) + " (" + c10::toString(into.scalar_type()) + ")");
+    if (!all_finite(stored)) throw Refusal(name + ": model tensor " + prefix + key + " holds a non-finite value");
+    pending.emplace_back(into, stored);
+  };
+  for (const auto& p : module.named_parameters(/*recurse=*/false)) read_tensor(p.key(), p.value(), false);
+  for (const auto& b : module.named_buffers(/*recurse=*/false)) read_tensor(b.key(), b.value(), true);
+  for (const auto& child : module.named_children()) {
+    torch::serialize::InputArchive child_archive;
+    archive.read(child.key(), child_archive);
+    read_module(*child.value(), child_archive, prefix + child.key() + ".", name, pending);
   }
 }
 
@@ -322,9 +328,8 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
     }
     torch::serialize::InputArchive model_archive, adam_archive, frame_archive;
     archive.read(kModel, model_archive);
-    const Layout expected = layout(*state.model);
-    (*state.model)->load(model_archive);
-    check_layout(expected, *state.model, name);
+    Pending model_tensors;
+    read_module(**state.model, model_archive, "", name, model_tensors);
     archive.read(kAdamW, adam_archive);
     const auto hyper = adamw_hyper(*state.adamw);
     state.adamw->load(adam_archive);
@@ -348,8 +353,6 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
           throw Refusal(name + ": a frame's float64 master copy is not on the Stiefel manifold");
       }
     }
-    for (const auto& t : (*state.model)->named_parameters())
-      if (!all_finite(t.value())) throw Refusal(name + ": model tensor " + t.key() + " holds a non-finite value");
     for (auto& group : state.adamw->param_groups())
       for (auto& p : group.params()) {
         const auto it = state.adamw->state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
@@ -360,7 +363,10 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
       }
     torch::Tensor epoch;
     archive.read(kEpoch, epoch);
-    return scalar_count(epoch, name, kEpoch);
+    const std::int64_t epochs_done = scalar_count(epoch, name, kEpoch);
+    torch::NoGradGuard no_grad;
+    for (auto& [live, stored] : model_tensors) live.copy_(stored);
+    return epochs_done;
   } catch (const Refusal&) {
     throw;
   } catch (const c10::Error& e) {
