@@ -1,5 +1,6 @@
 #include <iostream>
 #include <memory>
+#include <stiefel/arms.h>
 #include <stiefel/training/datasets.h>
 #include <stiefel/training/trainer.h>
 
@@ -12,8 +13,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
                                           "optimizer arm for W_Q, W_K; writes OUT/run.json and OUT/checkpoint.pt");
   auto cfg = std::make_shared<training::TrainConfig>();
   cmd->add_option("--task", cfg->task, "image | grok")->check(CLI::IsMember({"image", "grok"}))->capture_default_str();
-  cmd->add_option("--arm", cfg->arm, "optimizer arm for W_Q, W_K")
-      ->check(CLI::IsMember(training::arm_names()))
+  std::string arm_list = "Arms (--arm):\n";
+  for (const arms::Arm& a : arms::all()) arm_list += "  " + a.name + " (" + a.label + "): " + a.summary + "\n";
+  cmd->footer(arm_list);
+  cmd->add_option("--arm", cfg->arm, "optimizer arm for W_Q, W_K (listed below)")
+      ->check(CLI::IsMember(arms::names()))
       ->capture_default_str();
   cmd->add_option("--seed", cfg->seed, "seed of initialisation, data order and split")
       ->check(kNonNegative)

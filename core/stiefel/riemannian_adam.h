@@ -231,6 +231,12 @@ RiemannianAdamHyper<Scalar> b2_mean_hyper(Scalar lr, Scalar eps) {  // v = mean 
   return h;
 }
 template <class Scalar>
+RiemannianAdamHyper<Scalar> b2_grassmann_hyper(Scalar lr, Scalar eps) {  // B2 with the horizontal map
+  RiemannianAdamHyper<Scalar> h = b2_hyper(lr, eps);
+  h.map = TangentMap::kGrassmann;
+  return h;
+}
+template <class Scalar>
 RiemannianAdamHyper<Scalar> b2m_hyper(Scalar adam_lr, Scalar eps) {  // elementwise v, no cap
   RiemannianAdamHyper<Scalar> h = b2_hyper(adam_lr, eps);
   h.moment = SecondMoment::kElementwise;

@@ -34,6 +34,20 @@ Frames<Scalar> riemannian_sgd_step(const Frames<Scalar>& frames, const Frames<Sc
   return out;
 }
 
+// The rule presets of the paper (Table 1, §4.5): PA16's fixed-step rule on the horizontal space,
+// the same rule with the Stiefel projection, and the frozen control (η_R = 0).
+template <class Scalar>
+RiemannianSgdHyper<Scalar> pa16_hyper(Scalar lr) {
+  RiemannianSgdHyper<Scalar> h;
+  h.lr = lr;
+  return h;
+}
+template <class Scalar>
+RiemannianSgdHyper<Scalar> sgd_stiefel_hyper(Scalar lr) {
+  RiemannianSgdHyper<Scalar> h = pa16_hyper(lr);
+  h.map = TangentMap::kStiefel;
+  return h;
+}
 template <class Scalar>
 RiemannianSgdHyper<Scalar> frozen_hyper() {
   RiemannianSgdHyper<Scalar> h;

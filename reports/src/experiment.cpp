@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stiefel/arms.h>
 #include <sstream>
+#include <stdexcept>
 
 namespace stiefel::reports {
 namespace {
@@ -31,6 +33,14 @@ void check_train_object(const json& t, const std::string& source, const std::str
     if (!train_keys().count(k)) fail(source, where + "." + k + ": not a `stiefel train` option");
     if (!(v.is_number() || v.is_string() || v.is_boolean()))
       fail(source, where + "." + k + ": expected a number, string or boolean");
+    if (k == "arm") {
+      if (!v.is_string()) fail(source, where + ".arm: expected an arm's name");
+      try {
+        arms::find(v.get<std::string>());
+      } catch (const std::invalid_argument& e) {
+        fail(source, where + ".arm: " + std::string(e.what()).substr(std::string("--arm ").size()));
+      }
+    }
   }
 }
 

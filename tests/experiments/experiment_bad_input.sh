@@ -19,6 +19,9 @@ expect 2 "\-\-shard -1/2" -- "$stiefel" experiment table6 --profile smoke --shar
 [ ! -e "$work/a" ] || { echo "FAIL: a refused command wrote $work/a"; exit 1; }
 printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 2,\n "arms": [{"id": "a", "train": {"arm": "a2", "lr": 1}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/typo.json"
 expect 2 "typo.json: arms\[0\].train.lr: not a \`stiefel train\` option" -- "$stiefel" experiment "$work/typo.json" --out "$work/b"
+# A misspelt arm is refused at load (the arm registry), not after the grid has started.
+printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 2,\n "arms": [{"id": "a", "train": {"arm": "b2-sgdd"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {}}}' > "$work/arm.json"
+expect 2 "arm.json: arms\[0\].train.arm: b2-sgdd: unknown arm (one of a2, " -- "$stiefel" experiment "$work/arm.json" --out "$work/b"
 printf '{"name": "x", "title": "x", "task": "image", "analysis": "paired", "seeds": 12,\n "arms": [{"id": "a", "train": {"arm": "a2"}}], "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 3}, "smoke": {}}}' > "$work/few.json"
 expect 2 "at least 6 paired seeds" -- "$stiefel" experiment "$work/few.json" --out "$work/b"
 # grok_definition FILE NAME TOP ARM: a grok definition with NAME, extra top-level keys TOP and arm ARM.

@@ -24,86 +24,59 @@ torch::Tensor to_torch(const Frames<double>& f) {
 double max_abs(const torch::Tensor& a) { return a.abs().max().item<double>(); }
 
 struct Rule {
-  const char* name;
-  FrameHyper torch_hyper;
+  std::string name;
+  arms::FrameRule core_rule;  // the reference: core's rule
 };
 
-class Differential : public ::testing::TestWithParam<int> {};
-
+// Every Stiefel arm of the registry at test rates, plus the Gram route of the polar retraction
+// (B2's rule with Retraction::kPolarGram). The torch side runs frame_hyper(core_rule): an arm's
+// batched rule and its rule of core/ come from the one registry entry.
 std::vector<Rule> rules() {
+  const arms::Rates rates{.riemann_lr = 0.3, .adam_lr = 0.03, .elementwise_lr = 0.03, .sgd_lr = 0.02,
+                          .eps = 1e-8, .tau = 0.1};
   std::vector<Rule> r;
-  FrameHyper b2;  // scalar moment, Stiefel, cap 0.1
-  b2.lr = 0.3;
-  r.push_back({"b2", b2});
-  FrameHyper column = b2;
-  column.moment = SecondMoment::kPerColumn;
-  r.push_back({"per-column", column});
-  FrameHyper mean = b2;  // v = mean of ξ∘ξ (the second reading of §3.2)
-  mean.moment = SecondMoment::kPerFrameMean;
-  r.push_back({"b2-mean", mean});
-  FrameHyper grassmann = b2;
-  grassmann.map = TangentMap::kGrassmann;
-  r.push_back({"b2-grassmann", grassmann});
-  FrameHyper b2m = b2;
-  b2m.moment = SecondMoment::kElementwise;
-  b2m.cap_tau.reset();
-  b2m.lr = 0.03;
-  r.push_back({"b2m", b2m});
-  FrameHyper can = b2m;
-  can.map = TangentMap::kCanonical;
-  r.push_back({"b2m-can", can});
-  FrameHyper gram = b2;
+  for (const arms::Arm& arm : arms::all())
+    if (arm.on_manifold()) r.push_back({arm.name, arm.rule(rates)});
+  auto gram = std::get<RiemannianAdamHyper<double>>(arms::find("b2").rule(rates));
   gram.retraction = Retraction::kPolarGram;
   r.push_back({"b2-gram-route", gram});
-  FrameHyper sgd;
-  sgd.adaptive = false;
-  sgd.lr = 0.02;
-  sgd.map = TangentMap::kGrassmann;
-  r.push_back({"b2-sgd", sgd});
-  FrameHyper sgd_stiefel = sgd;
-  sgd_stiefel.map = TangentMap::kStiefel;
-  r.push_back({"b2-sgd-stiefel", sgd_stiefel});
-  FrameHyper frozen = sgd;
-  frozen.lr = 0;
-  r.push_back({"frozen", frozen});
   return r;
+}
+
+// Every arm's rule is pinned, so a new Stiefel arm cannot skip this test: the registry's count.
+TEST(Differential, CoversEveryStiefelArm) {
+  std::size_t stiefel_arms = 0;
+  for (const arms::Arm& arm : arms::all()) stiefel_arms += arm.on_manifold();
+  EXPECT_GE(stiefel_arms, 9u);
+  EXPECT_EQ(rules().size(), stiefel_arms + 1);
 }
 
 TEST(Differential, EveryRuleAgreesWithTheEigenReference) {
   for (const Rule& rule : rules()) {
     SCOPED_TRACE(rule.name);
+    const FrameHyper torch_hyper = frame_hyper(rule.core_rule);
+    const auto* adam = std::get_if<RiemannianAdamHyper<double>>(&rule.core_rule);
     Rng rng(42);
     const Index heads = 3, d = 12, r = 4;
     Frames<double> w = random_frames<double>(rng, {d, r}, heads);
     torch::Tensor wt = to_torch(w);
-    FrameState st = make_frame_state(wt, rule.torch_hyper);
-    RiemannianAdamHyper<double> h;
-    h.lr = rule.torch_hyper.lr;
-    h.eps = rule.torch_hyper.eps;
-    h.cap_tau = rule.torch_hyper.cap_tau;
-    h.map = rule.torch_hyper.map;
-    h.moment = rule.torch_hyper.moment;
-    h.retraction = rule.torch_hyper.retraction;
-    auto adam_state = make_riemannian_adam_state<double>(w, h.moment);
-    RiemannianSgdHyper<double> sh;
-    sh.lr = rule.torch_hyper.lr;
-    sh.map = rule.torch_hyper.map;
+    FrameState st = make_frame_state(wt, torch_hyper);
+    auto adam_state = make_riemannian_adam_state<double>(w, adam ? adam->moment : SecondMoment::kPerFrame);
     double worst = 0;
     for (int t = 0; t < 60; ++t) {
       Frames<double> g;
       const double mag = std::pow(10.0, 2.0 * std::sin(0.3 * t));  // magnitudes over four decades
       for (Index k = 0; k < heads; ++k) g.push_back(gaussian_matrix<double>(rng, d, r) * mag);
-      if (rule.torch_hyper.adaptive) {
-        auto next = riemannian_adam_step<double>(w, g, adam_state, h);
+      if (adam) {
+        auto next = riemannian_adam_step<double>(w, g, adam_state, *adam);
         w = next.frames;
         adam_state = next.state;
       } else {
-        w = riemannian_sgd_step<double>(w, g, sh);
+        w = riemannian_sgd_step<double>(w, g, std::get<RiemannianSgdHyper<double>>(rule.core_rule));
       }
-      frame_step(wt, to_torch(g), st, rule.torch_hyper);
+      frame_step(wt, to_torch(g), st, torch_hyper);
       worst = std::max(worst, max_abs(wt - to_torch(w)));
-      if (rule.torch_hyper.adaptive) worst = std::max(worst, max_abs(st.m - to_torch(adam_state.m)) /
-                                                                 std::max(1e-300, max_abs(st.m)));
+      if (adam) worst = std::max(worst, max_abs(st.m - to_torch(adam_state.m)) / std::max(1e-300, max_abs(st.m)));
     }
     EXPECT_LE(worst, 1e-12);  // frames have entries of size ≤ 1: absolute = relative
   }
@@ -134,6 +107,44 @@ TEST(FrameOptimizer, KeepsFramesOrthonormalAndRoundTripsItsState) {
   other.save(out2);
   out2.save_to(again);
   EXPECT_EQ(buffer.str().size(), again.str().size());
+}
+
+// The block layout (arm b2-block): the H heads of a [H, d, r] parameter are one frame in
+// St(d, H·r). to_frames/from_frames are inverse to each other, and the heads stay mutually
+// orthogonal step after step (WᵀW = I over all H·r columns), which the per-head layout does not
+// keep: the control.
+TEST(FrameOptimizer, BlockLayoutKeepsTheHeadsMutuallyOrthogonal) {
+  const std::int64_t heads = 4, d = 12, r = 3;
+  torch::manual_seed(5);
+  const auto block = std::get<0>(torch::linalg_qr(torch::randn({d, heads * r}, torch::kFloat64)));
+  const auto start = from_frames(block.unsqueeze(0), torch::empty({heads, d, r}), FrameLayout::kBlock).contiguous();
+  ASSERT_TRUE(torch::equal(to_frames(start, FrameLayout::kBlock), block.unsqueeze(0)));
+  ASSERT_TRUE(torch::equal(start[1], block.slice(1, r, 2 * r)));  // head h is columns h·r … (h+1)·r − 1
+  const auto cross_heads = [&](const torch::Tensor& p) {  // max |W_hᵀ W_k| over h ≠ k
+    double worst = 0;
+    for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t k = 0; k < heads; ++k)
+        if (h != k) worst = std::max(worst, max_abs(p[h].transpose(0, 1).mm(p[k])));
+    return worst;
+  };
+  for (const FrameLayout layout : {FrameLayout::kBlock, FrameLayout::kPerHead}) {
+    torch::Tensor p = start.clone().set_requires_grad(true);
+    FrameHyper hyper;
+    hyper.lr = 0.3;
+    FrameOptimizer opt({p}, hyper, layout);
+    for (int t = 0; t < 50; ++t) {
+      opt.zero_grad();
+      (p * torch::randn_like(p)).sum().backward();
+      opt.step();
+    }
+    if (layout == FrameLayout::kBlock) {
+      EXPECT_LT(isometry_error(to_frames(p.detach(), FrameLayout::kBlock)).max().item<double>(), 1e-13);
+      EXPECT_LT(cross_heads(p.detach()), 1e-13);
+    } else {
+      EXPECT_LT(isometry_error(p.detach()).max().item<double>(), 1e-13);  // each head on St(d, r) …
+      EXPECT_GT(cross_heads(p.detach()), 1e-2);                          // … but not mutually orthogonal
+    }
+  }
 }
 
 // A stored state tensor replaces the frame's state whatever its shape: load refuses one that does

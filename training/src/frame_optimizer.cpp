@@ -4,12 +4,16 @@
 
 namespace stiefel::training {
 
-FrameOptimizer::FrameOptimizer(std::vector<torch::Tensor> params, FrameHyper hyper)
+FrameOptimizer::FrameOptimizer(std::vector<torch::Tensor> params, FrameHyper hyper, FrameLayout layout)
     : Optimizer({torch::optim::OptimizerParamGroup(std::move(params))},
-                std::make_unique<FrameOptimizerOptions>(hyper)) {}
+                std::make_unique<FrameOptimizerOptions>(hyper, layout)) {}
 
 const FrameHyper& FrameOptimizer::hyper() const {
   return static_cast<const FrameOptimizerOptions&>(param_groups_.front().options()).hyper_;
+}
+
+FrameLayout FrameOptimizer::layout() const {
+  return static_cast<const FrameOptimizerOptions&>(param_groups_.front().options()).layout_;
 }
 
 torch::Tensor FrameOptimizer::step(LossClosure closure) {
@@ -21,21 +25,22 @@ torch::Tensor FrameOptimizer::step(LossClosure closure) {
   }
   std::vector<torch::Tensor> tn, sn, cp, gf;
   for (auto& group : param_groups_) {
-    const FrameHyper& h = static_cast<FrameOptimizerOptions&>(group.options()).hyper_;
+    const auto& options = static_cast<FrameOptimizerOptions&>(group.options());
+    const FrameHyper& h = options.hyper_;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto st = std::make_unique<FrameParamState>();
-        st->master = p.detach().to(torch::kFloat64).reshape({-1, p.size(-2), p.size(-1)}).clone();
+        st->master = to_frames(p.detach().to(torch::kFloat64), options.layout_).clone();
         st->frame = make_frame_state(st->master, h);
         it = state_.emplace(key, std::move(st)).first;
       }
       auto& st = static_cast<FrameParamState&>(*it->second);
-      const auto g = p.grad().to(torch::kFloat64).reshape(st.master.sizes());
+      const auto g = to_frames(p.grad().to(torch::kFloat64), options.layout_);
       FrameReport r = frame_step(st.master, g, st.frame, h);
-      p.copy_(st.master.reshape(p.sizes()).to(p.dtype()));
+      p.copy_(from_frames(st.master, p, options.layout_).to(p.dtype()));
       tn.push_back(r.tangent_norm);
       sn.push_back(r.step_norm);
       cp.push_back(r.capped);
@@ -73,15 +78,15 @@ void FrameOptimizer::load(torch::serialize::InputArchive& archive) {
       archive.read(checkpoint::frame_key(i, "v"), st->frame.v);
       torch::Tensor step;
       archive.read(checkpoint::frame_key(i, "step"), step);
-      // A stored tensor replaces the state whatever its shape: check each against the frame.
+      // A stored tensor replaces the state whatever its shape: check each against the frames.
+      const auto frames = to_frames(p.detach(), static_cast<FrameOptimizerOptions&>(group.options()).layout_);
       const auto expect = [&](const torch::Tensor& t, const std::string& key, bool frame_shaped) {
-        const bool shape_ok = frame_shaped ? t.sizes() == p.sizes()
-                                           : t.dim() == p.dim() && t.dim() > 0 && t.size(0) == p.size(0);
+        const bool shape_ok = frame_shaped ? t.sizes() == frames.sizes() : t.dim() == 3 && t.size(0) == frames.size(0);
         if (!shape_ok || t.scalar_type() != torch::kFloat64)
           throw std::invalid_argument("checkpoint tensor " + key + " has shape " + c10::str(t.sizes()) + " and type " +
                                       std::string(c10::toString(t.scalar_type())) + "; the frame " +
                                       std::to_string(i) + " needs " +
-                                      (frame_shaped ? c10::str(p.sizes()) : "[" + std::to_string(p.size(0)) + ", …]") +
+                                      (frame_shaped ? c10::str(frames.sizes()) : "[" + std::to_string(frames.size(0)) + ", …]") +
                                       " in float64");
       };
       expect(st->master, checkpoint::frame_key(i, "master"), true);

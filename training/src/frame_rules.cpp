@@ -36,6 +36,40 @@ torch::Tensor batched_polar(const torch::Tensor& m, Retraction route) {
   return u.bmm(vh);
 }
 
+torch::Tensor to_frames(const torch::Tensor& param, FrameLayout layout) {
+  const auto d = param.size(-2), r = param.size(-1);
+  if (layout == FrameLayout::kBlock && param.dim() == 3)
+    return param.permute({1, 0, 2}).reshape({1, d, param.size(0) * r});
+  return param.reshape({-1, d, r});
+}
+
+torch::Tensor from_frames(const torch::Tensor& frames, const torch::Tensor& param, FrameLayout layout) {
+  if (layout == FrameLayout::kBlock && param.dim() == 3)
+    return frames.reshape({param.size(1), param.size(0), param.size(2)}).permute({1, 0, 2});
+  return frames.reshape(param.sizes());
+}
+
+FrameHyper frame_hyper(const arms::FrameRule& rule) {
+  FrameHyper f;
+  if (const auto* a = std::get_if<RiemannianAdamHyper<double>>(&rule)) {
+    f.lr = a->lr;
+    f.beta1 = a->beta1;
+    f.beta2 = a->beta2;
+    f.eps = a->eps;
+    f.cap_tau = a->cap_tau;
+    f.map = a->map;
+    f.moment = a->moment;
+    f.retraction = a->retraction;
+  } else {
+    const auto& g = std::get<RiemannianSgdHyper<double>>(rule);
+    f.adaptive = false;
+    f.lr = g.lr;
+    f.map = g.map;
+    f.retraction = g.retraction;
+  }
+  return f;
+}
+
 FrameState make_frame_state(const torch::Tensor& w, const FrameHyper& hyper) {
   FrameState s;
   const auto opts = w.options().dtype(torch::kFloat64);

@@ -85,12 +85,21 @@ std::vector<FrameAttention> ClassifierImpl::attention_layers() const {
   return out;
 }
 
-void init_frames(Classifier& model, bool orthonormal, torch::Generator& gen) {
+void init_frames(Classifier& model, bool orthonormal, torch::Generator& gen, bool block) {
   torch::NoGradGuard guard;
   for (auto& attn : model->attention_layers())
     for (torch::Tensor* w : {&attn->wq, &attn->wk}) {
       const auto heads = w->size(0), d = w->size(1), r = w->size(2);
-      if (orthonormal) {
+      if (orthonormal && block) {
+        if (heads * r > d)
+          throw std::invalid_argument("block-orthogonal heads need H·r ≤ d (H = " + std::to_string(heads) +
+                                      ", r = " + std::to_string(r) + ", d = " + std::to_string(d) + ")");
+        const auto g = torch::randn({d, heads * r}, gen, torch::dtype(torch::kFloat64));
+        auto [q, rr] = torch::linalg_qr(g, "reduced");
+        const auto sign = torch::sign(torch::diagonal(rr)).unsqueeze(0);
+        q = q * torch::where(sign == 0, torch::ones_like(sign), sign);
+        w->copy_(q.reshape({d, heads, r}).permute({1, 0, 2}));
+      } else if (orthonormal) {
         const auto g = torch::randn({heads, d, r}, gen, torch::dtype(torch::kFloat64));
         auto [q, rr] = torch::linalg_qr(g, "reduced");
         const auto sign = torch::sign(torch::diagonal(rr, 0, -2, -1)).unsqueeze(1);

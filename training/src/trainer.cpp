@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <stiefel/arms.h>
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/sha256.h>
 #include <stiefel/training/checkpoint.h>
@@ -30,45 +31,26 @@ namespace fs = std::filesystem;
 
 constexpr const char* kJpegCopyTestSha256 = "04f678140f6c19922ac2cd6173508c3ff0dcb7f932804c755f677b00c33bd949";
 
+// The registry's arm (stiefel/arms.h) with its frame rule resolved for this run's rates.
 struct Arm {
   std::string name;
   bool frames_on_manifold;      // orthonormal init, updated by FrameOptimizer
   bool frame_decay;             // AdamW arms: decay on W_Q, W_K
   bool soft_penalty;
   FrameHyper hyper;
+  FrameLayout layout = FrameLayout::kPerHead;
 };
 
 Arm make_arm(const TrainConfig& c, double adam_lr, double eps) {
-  Arm a{c.arm, true, false, false, {}};
-  FrameHyper& h = a.hyper;
-  h.lr = c.riemann_lr;
-  h.eps = eps;
-  h.cap_tau = c.tau;
-  if (c.arm == "a2") return {c.arm, false, true, false, {}};
-  if (c.arm == "a2-nwf") return {c.arm, false, false, false, {}};
-  if (c.arm == "soft") return {c.arm, false, true, true, {}};
-  if (c.arm == "b2") return a;
-  if (c.arm == "b2-mean-moment") { h.moment = SecondMoment::kPerFrameMean; return a; }
-  if (c.arm == "b2-column") { h.moment = SecondMoment::kPerColumn; return a; }
-  if (c.arm == "b2-grassmann") { h.map = TangentMap::kGrassmann; return a; }
-  if (c.arm == "b2m" || c.arm == "b2m-can") {
-    h.moment = SecondMoment::kElementwise;
-    h.cap_tau.reset();
-    h.lr = c.elementwise_lr > 0 ? c.elementwise_lr : adam_lr;
-    if (c.arm == "b2m-can") h.map = TangentMap::kCanonical;
-    return a;
-  }
-  if (c.arm == "b2-sgd" || c.arm == "b2-sgd-stiefel" || c.arm == "frozen") {
-    h.adaptive = false;
-    h.lr = c.arm == "frozen" ? 0.0 : c.sgd_lr;
-    h.map = c.arm == "b2-sgd-stiefel" ? TangentMap::kStiefel : TangentMap::kGrassmann;
-    return a;
-  }
-  std::string names;
-  for (const auto& n : arm_names()) names += (names.empty() ? "" : ", ") + n;
-  throw std::invalid_argument("--arm " + c.arm + ": unknown arm (one of " + names + ")");
+  const arms::Arm& def = arms::find(c.arm);
+  Arm a{c.arm, def.on_manifold(), def.frame_decay, def.soft_penalty, {},
+        def.block_heads ? FrameLayout::kBlock : FrameLayout::kPerHead};
+  if (def.on_manifold())
+    a.hyper = frame_hyper(def.rule({.riemann_lr = c.riemann_lr, .adam_lr = adam_lr,
+                                    .elementwise_lr = c.elementwise_lr > 0 ? c.elementwise_lr : adam_lr,
+                                    .sgd_lr = c.sgd_lr, .eps = eps, .tau = c.tau}));
+  return a;
 }
-
 
 struct Data {
   std::string name;
@@ -298,12 +280,6 @@ std::string format_seconds(double s) {
 
 }  // namespace
 
-const std::vector<std::string>& arm_names() {
-  static const std::vector<std::string> names = {"a2", "a2-nwf", "soft", "b2", "b2-mean-moment", "b2-column", "b2-grassmann",
-                                                 "b2m", "b2m-can", "b2-sgd", "b2-sgd-stiefel", "frozen"};
-  return names;
-}
-
 nlohmann::json run_options(const TrainConfig& c) {
   return {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"data", c.data}, {"n", c.n}, {"epochs", c.epochs},
           {"device", c.device}, {"batch", c.batch}, {"adam_lr", c.adam_lr}, {"weight_decay", c.weight_decay},
@@ -430,7 +406,7 @@ Classifier build_model(const TrainConfig& c, const ModelSpec& spec, const Arm& a
   torch::manual_seed(c.seed);
   Classifier model(spec);
   auto gen = at::detail::createCPUGenerator(c.seed);
-  init_frames(model, arm.frames_on_manifold, gen);
+  init_frames(model, arm.frames_on_manifold, gen, arm.layout == FrameLayout::kBlock);
   if (c.init_scale <= 0) throw std::invalid_argument("--init-scale must be positive");
   if (c.init_scale != 1.0) {
     torch::NoGradGuard guard;
@@ -476,7 +452,7 @@ Optimisers build_optimisers(const TrainConfig& c, const Arm& arm, Classifier& mo
   o.adamw = std::make_unique<torch::optim::AdamW>(std::move(groups), adam_options);
   o.frame_hyper = arm.hyper;
   o.frame_hyper.beta2 = o.beta2;
-  if (arm.frames_on_manifold) o.frames = std::make_unique<FrameOptimizer>(frames, o.frame_hyper);
+  if (arm.frames_on_manifold) o.frames = std::make_unique<FrameOptimizer>(frames, o.frame_hyper, arm.layout);
   return o;
 }
 
@@ -506,7 +482,8 @@ class Run {
   nlohmann::json run_epochs();
 
  private:
-  // The frame diagnostics of all W_Q, W_K at once: [frames, d, r] in float64.
+  // The frame diagnostics of all W_Q, W_K at once, cut as the arm's optimiser cuts them (to_frames):
+// [frames, d, r] in float64.
   torch::Tensor stacked_frames(bool grad) const;
   nlohmann::json diverged(const std::string& what, std::int64_t epoch);
   void lap(const char* stage);
@@ -678,7 +655,7 @@ void Run::write_header() {
 torch::Tensor Run::stacked_frames(bool grad) const {
   std::vector<torch::Tensor> parts;
   for (const auto& w : fparams_)
-    parts.push_back((grad ? w.grad() : w.detach()).to(torch::kFloat64).reshape({-1, w.size(-2), w.size(-1)}));
+    parts.push_back(to_frames((grad ? w.grad() : w.detach()).to(torch::kFloat64), arm_.layout));
   return torch::cat(parts);
 }
 

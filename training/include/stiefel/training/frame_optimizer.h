@@ -10,20 +10,22 @@
 namespace stiefel::training {
 
 struct FrameOptimizerOptions : torch::optim::OptimizerCloneableOptions<FrameOptimizerOptions> {
-  explicit FrameOptimizerOptions(FrameHyper hyper = {}) : hyper_(hyper) {}
+  explicit FrameOptimizerOptions(FrameHyper hyper = {}, FrameLayout layout = FrameLayout::kPerHead)
+      : hyper_(hyper), layout_(layout) {}
   FrameHyper hyper_;
+  FrameLayout layout_;
   double get_lr() const override { return hyper_.lr; }
   void set_lr(const double lr) override { hyper_.lr = lr; }
 };
 
 struct FrameParamState : torch::optim::OptimizerCloneableParamState<FrameParamState> {
-  torch::Tensor master;  // float64 [B, d, r]
+  torch::Tensor master;  // float64 [B, d, r]: the parameter's frames (to_frames)
   FrameState frame;
 };
 
 class FrameOptimizer : public torch::optim::Optimizer {
  public:
-  FrameOptimizer(std::vector<torch::Tensor> params, FrameHyper hyper);
+  FrameOptimizer(std::vector<torch::Tensor> params, FrameHyper hyper, FrameLayout layout = FrameLayout::kPerHead);
   torch::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
@@ -31,6 +33,7 @@ class FrameOptimizer : public torch::optim::Optimizer {
   // What the last step did, concatenated over every frame of every parameter.
   const FrameReport& last_report() const { return report_; }
   const FrameHyper& hyper() const;
+  FrameLayout layout() const;
 
  private:
   FrameReport report_;

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <optional>
+#include <stiefel/arms.h>
 #include <stiefel/retraction.h>
 #include <stiefel/riemannian_adam.h>
 #include <stiefel/tangent_projection.h>
@@ -34,6 +35,16 @@ struct FrameReport {
 
 torch::Tensor batched_project_tangent(const torch::Tensor& w, const torch::Tensor& g);
 torch::Tensor batched_polar(const torch::Tensor& m, Retraction route);
+// How a W_Q or W_K parameter ([H, d, r], or one frame [d, r]) is cut into frames: one per head
+// ([H, d, r]), or the H heads side by side as one frame in St(d, H·r) ([1, d, H·r]; head h is
+// columns h·r … (h+1)·r − 1).
+enum class FrameLayout { kPerHead, kBlock };
+torch::Tensor to_frames(const torch::Tensor& param, FrameLayout layout);
+// The inverse: FRAMES in the shape of PARAM.
+torch::Tensor from_frames(const torch::Tensor& frames, const torch::Tensor& param, FrameLayout layout);
+
+// The batched rule's settings for an arm's rule of core/ (stiefel/arms.h): the same fields.
+FrameHyper frame_hyper(const arms::FrameRule& rule);
 FrameState make_frame_state(const torch::Tensor& w, const FrameHyper& hyper);
 
 // One step on every frame of w (modified in place), float64 throughout.

@@ -55,7 +55,8 @@ struct ClassifierImpl : torch::nn::Module {
 TORCH_MODULE(Classifier);
 
 // W_Q, W_K initialisation: orthonormal frames (QR of a Gaussian, signs fixed) or Xavier-uniform
-// per head (A2 and the soft penalty, as in the paper).
-void init_frames(Classifier& model, bool orthonormal, torch::Generator& gen);
+// per head (A2 and the soft penalty, as in the paper). Orthonormal frames are drawn per head, or,
+// with `block`, as one frame in St(d, H·r) whose column blocks are the heads (needs H·r ≤ d).
+void init_frames(Classifier& model, bool orthonormal, torch::Generator& gen, bool block = false);
 
 }  // namespace stiefel::training

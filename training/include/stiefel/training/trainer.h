@@ -14,7 +14,7 @@ namespace stiefel::training {
 
 struct TrainConfig {
   std::string task = "image";          // image | grok
-  std::string arm = "b2";
+  std::string arm = "b2";              // one of stiefel::arms::names()
   std::uint64_t seed = 0;
   std::string data;                    // cifar10:DIR | fashion-mnist[:DIR]; empty: the task default
   std::int64_t n = 10000;              // image: the first n training images
@@ -41,10 +41,6 @@ struct TrainConfig {
   bool quiet = false;
   bool overwrite = false;              // replace a run already in `out` (otherwise refused)
 };
-
-// The arm names: a2, a2-nwf, soft, b2, b2-mean-moment, b2-column, b2-grassmann, b2m, b2m-can,
-// b2-sgd (PA16), b2-sgd-stiefel, frozen.
-const std::vector<std::string>& arm_names();
 
 // The settings that define a run (everything but out, resume, quiet, overwrite), as given: stored in
 // run.json ("options") and in every checkpoint, and compared on --resume.
