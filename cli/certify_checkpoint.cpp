@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 #include <iostream>
+#include <limits>
+#include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <stiefel/certificates/runner.h>
 #include <stiefel/properties/residual.h>
@@ -26,10 +28,29 @@ Matrix<double> to_eigen(const torch::Tensor& t) {
   return m;
 }
 
-}  // namespace
+// A checkpoint that cannot be certified: the message follows "stiefel certify: PATH: ".
+struct NotCertifiable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
-int certify_checkpoint(const std::string& path, const std::string& out) {
-  torch::serialize::InputArchive archive, model, frames;
+// The checks in the order the certificate lists them, each passed when its ratio is within the
+// certificate's threshold.
+struct Checks {
+  nlohmann::json list = nlohmann::json::array();
+  int failed = 0;
+
+  void record(const std::string& what, const std::string& frame, double ratio, double value) {
+    const double tol = properties::kRatioThreshold;
+    const bool ok = ratio <= tol;
+    failed += !ok;
+    list.push_back({{"check", what}, {"frame", frame}, {"ratio", ratio}, {"tolerance", tol}, {"value", value},
+                    {"status", ok ? "passed" : "failed"}});
+  }
+};
+
+// The checkpoint's archive and, within it, the model's.
+void load_checkpoint(const std::string& path, torch::serialize::InputArchive& archive,
+                     torch::serialize::InputArchive& model) {
   try {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::invalid_argument("cannot be opened");
@@ -39,84 +60,97 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
     archive.load_from(stream);
     archive.read(training::checkpoint::kModel, model);
   } catch (const std::exception& e) {
-    std::cerr << "stiefel certify: " << path << ": not a stiefel checkpoint (" << brief_message(e.what()) << ")\n";
-    return 2;
+    throw NotCertifiable("not a stiefel checkpoint (" + brief_message(e.what()) + ")");
   }
-  const bool has_frames = archive.try_read(training::checkpoint::kFrames, frames);
-  nlohmann::json checks = nlohmann::json::array();
-  int failed = 0;
-  auto record = [&](const std::string& what, const std::string& frame, double ratio, double tol, double value) {
-    const bool ok = ratio <= tol;
-    failed += !ok;
-    checks.push_back({{"check", what}, {"frame", frame}, {"ratio", ratio}, {"tolerance", tol}, {"value", value},
-                      {"status", ok ? "passed" : "failed"}});
-  };
-  const double tol = properties::kRatioThreshold;
-  // The frame parameters are the layers' W_Q and W_K, in the model's order: frame 2i is layer i's
-  // W_Q, frame 2i + 1 its W_K.
-  std::int64_t frame_params = 0;
-  {
-    torch::serialize::InputArchive layers;
-    if (model.try_read("layers", layers))
-      for (int i = 0;; ++i) {
-        torch::serialize::InputArchive layer, attn;
-        if (!layers.try_read(std::to_string(i), layer) || !layer.try_read("attn", attn)) break;
-        frame_params += 2;
-      }
-  }
-  if (has_frames) {
-    for (std::int64_t k = 0; k < frame_params; ++k) {
-      torch::Tensor master, m;
-      if (!frames.try_read(training::checkpoint::frame_key(k, "master"), master)) continue;
-      if (!frames.try_read(training::checkpoint::frame_key(k, "m"), m) || m.sizes() != master.sizes() || master.dim() != 3) {
-        std::cerr << "stiefel certify: " << path << ": frame " << k << "'s first moment is missing or not of its frame's shape\n";
-        return 2;
-      }
-      for (std::int64_t h = 0; h < master.size(0); ++h) {
-        const std::string name = "param " + std::to_string(k) + " frame " + std::to_string(h);
-        const Matrix<double> w = to_eigen(master[h]), mm = to_eigen(m[h]);
-        const double iso = isometry_error(w);
-        record("isometry (float64 master)", name, properties::residual_ratio<double>(iso, 1.0, double(w.rows())), tol, iso);
-        const double tangency = sym(Matrix<double>(w.transpose() * mm)).norm();
-        const double mnorm = mm.norm();
-        record("first moment tangent", name,
-               mnorm > 0 ? properties::residual_ratio<double>(tangency, mnorm, double(w.rows())) : 0.0, tol,
-               tangency);
-      }
-    }
-  }
-  // The model's own copies (float32 in training), layers.<i>.attn.{wq,wk}: isometry at the
-  // roundoff of their own type.
+}
+
+// Calls VISIT(i, attn) for each layer's attention archive, layers.<i>.attn, in the model's order.
+template <class Visit>
+void for_each_attention(torch::serialize::InputArchive& model, Visit&& visit) {
   torch::serialize::InputArchive layers;
-  if (has_frames && model.try_read("layers", layers))
-    for (int i = 0;; ++i) {
-      torch::serialize::InputArchive layer, attn;
-      if (!layers.try_read(std::to_string(i), layer) || !layer.try_read("attn", attn)) break;
-      for (const char* which : {"wq", "wk"}) {
-        torch::Tensor w;
-        if (!attn.try_read(which, w)) continue;
-        if (w.dim() != 3) {
-          std::cerr << "stiefel certify: " << path << ": layer " << i << " " << which << " is not an [H, d, r] frame tensor\n";
-          return 2;
-        }
-        const double u = w.scalar_type() == torch::kFloat32 ? std::numeric_limits<float>::epsilon() / 2
-                                                             : std::numeric_limits<double>::epsilon() / 2;
-        for (std::int64_t h = 0; h < w.size(0); ++h) {
-          const double iso = isometry_error(to_eigen(w[h]));
-          record("isometry (model copy)", "layer " + std::to_string(i) + " " + which + " head " + std::to_string(h),
-                 iso / (u * double(w.size(1))), tol, iso);
-        }
+  if (!model.try_read("layers", layers)) return;
+  for (int i = 0;; ++i) {
+    torch::serialize::InputArchive layer, attn;
+    if (!layers.try_read(std::to_string(i), layer) || !layer.try_read("attn", attn)) break;
+    visit(i, attn);
+  }
+}
+
+// The frame parameters are the layers' W_Q and W_K, in the model's order: frame 2i is layer i's
+// W_Q, frame 2i + 1 its W_K.
+std::int64_t count_frame_params(torch::serialize::InputArchive& model) {
+  std::int64_t frame_params = 0;
+  for_each_attention(model, [&](int, torch::serialize::InputArchive&) { frame_params += 2; });
+  return frame_params;
+}
+
+// The float64 master copy of each frame: isometry at the roundoff of float64, and its first moment
+// tangent at the frame.
+void check_master_frames(torch::serialize::InputArchive& frames, std::int64_t frame_params, Checks& checks) {
+  for (std::int64_t k = 0; k < frame_params; ++k) {
+    torch::Tensor master, m;
+    if (!frames.try_read(training::checkpoint::frame_key(k, "master"), master)) continue;
+    if (!frames.try_read(training::checkpoint::frame_key(k, "m"), m) || m.sizes() != master.sizes() || master.dim() != 3)
+      throw NotCertifiable("frame " + std::to_string(k) + "'s first moment is missing or not of its frame's shape");
+    for (std::int64_t h = 0; h < master.size(0); ++h) {
+      const std::string name = "param " + std::to_string(k) + " frame " + std::to_string(h);
+      const Matrix<double> w = to_eigen(master[h]), mm = to_eigen(m[h]);
+      const double iso = isometry_error(w);
+      checks.record("isometry (float64 master)", name, properties::residual_ratio<double>(iso, 1.0, double(w.rows())),
+                    iso);
+      const double tangency = sym(Matrix<double>(w.transpose() * mm)).norm();
+      const double mnorm = mm.norm();
+      checks.record("first moment tangent", name,
+                    mnorm > 0 ? properties::residual_ratio<double>(tangency, mnorm, double(w.rows())) : 0.0, tangency);
+    }
+  }
+}
+
+// The model's own copies (float32 in training), layers.<i>.attn.{wq,wk}: isometry at the
+// roundoff of their own type.
+void check_model_copies(torch::serialize::InputArchive& model, Checks& checks) {
+  for_each_attention(model, [&](int i, torch::serialize::InputArchive& attn) {
+    for (const char* which : {"wq", "wk"}) {
+      torch::Tensor w;
+      if (!attn.try_read(which, w)) continue;
+      if (w.dim() != 3)
+        throw NotCertifiable("layer " + std::to_string(i) + " " + which + " is not an [H, d, r] frame tensor");
+      const double u = w.scalar_type() == torch::kFloat32 ? std::numeric_limits<float>::epsilon() / 2
+                                                           : std::numeric_limits<double>::epsilon() / 2;
+      for (std::int64_t h = 0; h < w.size(0); ++h) {
+        const double iso = isometry_error(to_eigen(w[h]));
+        checks.record("isometry (model copy)", "layer " + std::to_string(i) + " " + which + " head " + std::to_string(h),
+                      iso / (u * double(w.size(1))), iso);
       }
     }
-  if (checks.empty()) {
-    std::cerr << "stiefel certify: " << path << ": no Stiefel frames in this checkpoint (a Euclidean arm?)\n";
+  });
+}
+
+}  // namespace
+
+int certify_checkpoint(const std::string& path, const std::string& out) {
+  Checks checks;
+  try {
+    torch::serialize::InputArchive archive, model, frames;
+    load_checkpoint(path, archive, model);
+    const bool has_frames = archive.try_read(training::checkpoint::kFrames, frames);
+    const std::int64_t frame_params = count_frame_params(model);
+    if (has_frames) {
+      check_master_frames(frames, frame_params, checks);
+      check_model_copies(model, checks);
+    }
+    if (checks.list.empty()) throw NotCertifiable("no Stiefel frames in this checkpoint (a Euclidean arm?)");
+  } catch (const NotCertifiable& e) {
+    std::cerr << "stiefel certify: " << path << ": " << e.what() << "\n";
     return 2;
   }
-  const nlohmann::json cert = {{"checkpoint", path}, {"checks", checks},
-                               {"summary", {{"checks", checks.size()}, {"failed", failed}, {"passed", failed == 0}}}};
+  const nlohmann::json cert = {
+      {"checkpoint", path},
+      {"checks", checks.list},
+      {"summary", {{"checks", checks.list.size()}, {"failed", checks.failed}, {"passed", checks.failed == 0}}}};
   io::write_file_atomically(out, cert.dump(2) + "\n");
-  std::cerr << checks.size() - std::size_t(failed) << " passed, " << failed << " failed\n";
-  return failed == 0 ? 0 : 1;
+  std::cerr << checks.list.size() - std::size_t(checks.failed) << " passed, " << checks.failed << " failed\n";
+  return checks.failed == 0 ? 0 : 1;
 }
 
 }  // namespace stiefel::cli

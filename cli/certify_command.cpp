@@ -7,47 +7,103 @@
 #include "commands.h"
 
 namespace stiefel::cli {
+namespace {
+
+struct CertifyArgs {
+  std::string out = "reports/certificate.json";
+  certificates::RunOptions run;
+  std::string precision = "both";
+  std::string swap;
+  std::string checkpoint;
+  bool list = false;
+};
+
+void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
+  cmd->add_option("--out", args.out, "certificate path (written atomically)")->capture_default_str();
+  cmd->add_option("--cases", args.run.cases, "random cases per randomised claim")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--seed", args.run.seed, "master seed; every case replays from it")->capture_default_str();
+  cmd->add_option("--claims", args.run.claims, "regular expression selecting claim ids")->capture_default_str();
+  cmd->add_option("--precision", args.precision, "float64, 50-digit, or both on the same inputs")
+      ->check(CLI::IsMember({"double", "mp50", "both"}))
+      ->capture_default_str();
+  cmd->add_option("--jobs", args.run.jobs, "worker threads (0: one per hardware thread)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--checkpoint", args.checkpoint,
+                  "check a training checkpoint's frames instead (isometry, tangent first moments)")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--list", args.list, "list the registered claims and their controls, then exit");
+  cmd->add_option("--swap-control", args.swap,
+                  "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail)")
+      ->group("");
+}
+
+void list_claims() {
+  for (const auto& c : certificates::registry()) {
+    std::cout << c.id << "  [" << c.source << "]  expected "
+              << (c.expected == certificates::Expected::kRefuted ? "refuted" : "certified") << "\n";
+    for (const auto& ctl : c.controls) std::cout << "    control " << ctl.id << ": " << ctl.description << "\n";
+  }
+}
+
+// `--checkpoint FILE`: the frame checks of a trained model in place of the suite.
+int certify_checkpoint_file(const CertifyArgs& args) {
+#ifdef STIEFEL_WITH_TORCH
+  try {
+    return certify_checkpoint(args.checkpoint, args.out);
+  } catch (const std::exception& e) {
+    std::cerr << "stiefel certify: " << brief_message(e.what()) << "\n";
+    return 1;
+  }
+#else
+  std::cerr << "stiefel certify: --checkpoint needs a build with LibTorch (STIEFEL_WITH_TORCH)\n";
+  return 2;
+#endif
+}
+
+// The command as the certificate records it: every option given, with its values.
+std::string command_line(const CLI::App& cmd) {
+  std::string line = "stiefel certify";
+  for (const auto& o : cmd.get_options())
+    if (o->count() > 0 && o->get_name() != "--help")
+      for (const auto& r : o->results()) line += " " + o->get_name() + " " + r;
+  return line;
+}
+
+// The certificate suite: every registered claim and its controls, written to --out.
+int run_suite(CertifyArgs& args, const CLI::App& cmd) {
+  auto& run = args.run;
+  run.precision = args.precision == "double" ? certificates::Precision::kDouble
+                  : args.precision == "mp50" ? certificates::Precision::kMp50
+                                             : certificates::Precision::kBoth;
+  if (!args.swap.empty()) run.swap_control = args.swap;
+  run.command_line = command_line(cmd);
+  try {
+    const auto result = certificates::run_certificate(run, std::cerr);
+    io::write_file_atomically(args.out, result.certificate.dump(2) + "\n");
+    std::cerr << "certificate written to " << args.out << "\n"
+              << result.passed << " passed, " << result.failed << " failed\n";
+    return result.failed == 0 ? 0 : 1;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "stiefel certify: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "stiefel certify: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
 
 void add_certify_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("certify", "Check every registered claim of the paper and write a "
                                             "JSON certificate (exit 0 iff every claim meets its "
                                             "expected outcome and every control is killed)");
-  struct Args {
-    std::string out = "reports/certificate.json";
-    certificates::RunOptions run;
-    std::string precision = "both";
-    std::string swap;
-    std::string checkpoint;
-    bool list = false;
-  };
-  auto args = std::make_shared<Args>();
-  cmd->add_option("--out", args->out, "certificate path (written atomically)")->capture_default_str();
-  cmd->add_option("--cases", args->run.cases, "random cases per randomised claim")
-      ->check(CLI::Range(1, 1000000))
-      ->capture_default_str();
-  cmd->add_option("--seed", args->run.seed, "master seed; every case replays from it")->capture_default_str();
-  cmd->add_option("--claims", args->run.claims, "regular expression selecting claim ids")->capture_default_str();
-  cmd->add_option("--precision", args->precision, "float64, 50-digit, or both on the same inputs")
-      ->check(CLI::IsMember({"double", "mp50", "both"}))
-      ->capture_default_str();
-  cmd->add_option("--jobs", args->run.jobs, "worker threads (0: one per hardware thread)")
-      ->check(CLI::Range(0, 256));
-  cmd->add_option("--checkpoint", args->checkpoint,
-                  "check a training checkpoint's frames instead (isometry, tangent first moments)")
-      ->check(CLI::ExistingFile);
-  cmd->add_flag("--list", args->list, "list the registered claims and their controls, then exit");
-  cmd->add_option("--swap-control", args->swap,
-                  "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail)")
-      ->group("");
+  auto args = std::make_shared<CertifyArgs>();
+  add_certify_options(cmd, *args);
   cmd->callback([args, cmd, &exit_code] {
-    if (args->list) {
-      for (const auto& c : certificates::registry()) {
-        std::cout << c.id << "  [" << c.source << "]  expected "
-                  << (c.expected == certificates::Expected::kRefuted ? "refuted" : "certified") << "\n";
-        for (const auto& ctl : c.controls) std::cout << "    control " << ctl.id << ": " << ctl.description << "\n";
-      }
-      return;
-    }
+    if (args->list) return list_claims();
     // --out is checked before any work: a folder, a symbolic link or an unwritable path is refused
     // now, not after the whole suite has run.
     try {
@@ -57,42 +113,7 @@ void add_certify_command(CLI::App& app, int& exit_code) {
       exit_code = 2;
       return;
     }
-    if (!args->checkpoint.empty()) {
-#ifdef STIEFEL_WITH_TORCH
-      try {
-        exit_code = certify_checkpoint(args->checkpoint, args->out);
-      } catch (const std::exception& e) {
-        std::cerr << "stiefel certify: " << brief_message(e.what()) << "\n";
-        exit_code = 1;
-      }
-#else
-      std::cerr << "stiefel certify: --checkpoint needs a build with LibTorch (STIEFEL_WITH_TORCH)\n";
-      exit_code = 2;
-#endif
-      return;
-    }
-    auto& run = args->run;
-    run.precision = args->precision == "double" ? certificates::Precision::kDouble
-                    : args->precision == "mp50" ? certificates::Precision::kMp50
-                                                : certificates::Precision::kBoth;
-    if (!args->swap.empty()) run.swap_control = args->swap;
-    run.command_line = "stiefel certify";
-    for (const auto& o : cmd->get_options())
-      if (o->count() > 0 && o->get_name() != "--help")
-        for (const auto& r : o->results()) run.command_line += " " + o->get_name() + " " + r;
-    try {
-      const auto result = certificates::run_certificate(run, std::cerr);
-      io::write_file_atomically(args->out, result.certificate.dump(2) + "\n");
-      std::cerr << "certificate written to " << args->out << "\n"
-                << result.passed << " passed, " << result.failed << " failed\n";
-      exit_code = result.failed == 0 ? 0 : 1;
-    } catch (const std::invalid_argument& e) {
-      std::cerr << "stiefel certify: " << e.what() << "\n";
-      exit_code = 2;
-    } catch (const std::exception& e) {
-      std::cerr << "stiefel certify: " << e.what() << "\n";
-      exit_code = 1;
-    }
+    exit_code = args->checkpoint.empty() ? run_suite(*args, *cmd) : certify_checkpoint_file(*args);
   });
 }
 

@@ -89,9 +89,9 @@ json read_json_file(const std::string& path) {
   }
 }
 
-json load_definition(const std::string& path) {
-  json d = read_json_file(path);
-  if (!d.is_object()) fail(path, "a definition is a JSON object");
+namespace {
+
+void check_definition_keys(const json& d, const std::string& path) {
   static const std::set<std::string> known = {"analysis", "arms", "baseline", "contrasts", "groups", "name",
                                               "not_implemented", "notes", "paper", "plots", "profiles", "section",
                                               "seeds", "select", "std_ddof", "task", "title", "train"};
@@ -101,6 +101,10 @@ json load_definition(const std::string& path) {
       for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
       fail(path, "unknown key \"" + k + "\" (a definition has " + list + ")");
     }
+}
+
+// name, title, task, analysis and seeds: what every definition states.
+void check_required_fields(const json& d, const std::string& path) {
   for (const char* key : {"name", "title", "task", "analysis"})
     if (!d.contains(key) || !d[key].is_string()) fail(path, std::string("missing string \"") + key + "\"");
   // The name becomes file names (NAME-PROFILE.md): one path component, no way out of --out.
@@ -113,60 +117,81 @@ json load_definition(const std::string& path) {
   if (analysis != "paired" && analysis != "grok") fail(path, "\"analysis\" must be paired or grok");
   if (!d.contains("seeds") || !d["seeds"].is_number_unsigned() || d["seeds"].get<int>() < 1)
     fail(path, "\"seeds\" must be a positive integer");
-  if (d.contains("train")) check_train_object(d["train"], path, "train");
-  const auto arms = id_list(d, "arms", path, true);
-  id_list(d, "groups", path, false);
-  if (d.contains("baseline")) {
-    bool found = false;
-    for (const auto& a : arms) found = found || a["id"] == d["baseline"];
-    if (!found) fail(path, "\"baseline\" names no arm");
+}
+
+bool names_an_arm(const std::vector<json>& arms, const json& id) {
+  bool found = false;
+  for (const auto& a : arms) found = found || a["id"] == id;
+  return found;
+}
+
+// Model selection on the validation split (§3.3): the only metric the trainer records for it is val_acc.
+void check_select(const json& d, const std::string& path) {
+  if (!d.contains("select")) return;
+  const auto& sel = d["select"];
+  if (!sel.is_object() || sel.value("metric", json()) != "val_acc")
+    fail(path, "\"select\" must be an object with \"metric\": \"val_acc\"");
+  if (sel.contains("statement") && !sel["statement"].is_string()) fail(path, "select.statement must be a string");
+}
+
+// A profile other than paper and smoke either reduces the paper's budget ("reductions") or runs
+// the paper's budget under another reading of an ambiguous protocol ("reading", naming in
+// "reading_settings" the settings that reading changes).
+void check_reductions_or_reading(const std::string& p, const json& spec, const std::string& path) {
+  const bool reading = spec.contains("reading");
+  if (reading) {
+    if (!spec["reading"].is_string() || spec["reading"].get<std::string>().empty())
+      fail(path, "profiles." + p + ".reading must say which reading of the paper the profile runs");
+    if (!spec.contains("reading_settings") || !spec["reading_settings"].is_array() || spec["reading_settings"].empty())
+      fail(path, "profiles." + p + ": a reading names the settings it changes in \"reading_settings\"");
+    for (const auto& k : spec["reading_settings"])
+      if (!k.is_string() || !train_keys().count(k.get<std::string>()))
+        fail(path, "profiles." + p + ".reading_settings: " + k.dump() + " is not a `stiefel train` option");
+    if (spec.contains("reductions")) fail(path, "profiles." + p + ": a reading profile reduces nothing");
   }
-  // Model selection on the validation split (§3.3): the only metric the trainer records for it is val_acc.
-  if (d.contains("select")) {
-    const auto& sel = d["select"];
-    if (!sel.is_object() || sel.value("metric", json()) != "val_acc")
-      fail(path, "\"select\" must be an object with \"metric\": \"val_acc\"");
-    if (sel.contains("statement") && !sel["statement"].is_string()) fail(path, "select.statement must be a string");
+  if (p != "paper" && p != "smoke" && !reading && (!spec.contains("reductions") || !spec["reductions"].is_string()))
+    fail(path, "profiles." + p + ": say what is reduced in \"reductions\" (or name a \"reading\")");
+}
+
+void check_profile(const std::string& p, const json& spec, const std::vector<json>& arms, const std::string& path) {
+  if (!spec.is_object()) fail(path, "profiles." + p + " must be an object");
+  if (spec.contains("train")) check_train_object(spec["train"], path, "profiles." + p + ".train");
+  if (spec.contains("seeds") && (!spec["seeds"].is_number_unsigned() || spec["seeds"].get<int>() < 1))
+    fail(path, "profiles." + p + ".seeds must be a positive integer");
+  check_reductions_or_reading(p, spec, path);
+  if (spec.contains("groups")) id_list(spec, "groups", path + " profiles." + p, true);
+  if (spec.contains("arms")) {
+    if (!spec["arms"].is_array()) fail(path, "profiles." + p + ".arms must be an array of arm ids");
+    for (const auto& a : spec["arms"])
+      if (!names_an_arm(arms, a)) fail(path, "profiles." + p + ".arms: " + a.dump() + " names no arm");
   }
+}
+
+void check_profiles(const json& d, const std::vector<json>& arms, const std::string& path) {
   if (!d.contains("profiles") || !d["profiles"].is_object()) fail(path, "missing object \"profiles\"");
   for (const char* p : {"paper", "cpu", "smoke"})
     if (!d["profiles"].contains(p)) fail(path, std::string("profiles: missing \"") + p + "\"");
-  for (const auto& [p, spec] : d["profiles"].items()) {
-    if (!spec.is_object()) fail(path, "profiles." + p + " must be an object");
-    if (spec.contains("train")) check_train_object(spec["train"], path, "profiles." + p + ".train");
-    if (spec.contains("seeds") && (!spec["seeds"].is_number_unsigned() || spec["seeds"].get<int>() < 1))
-      fail(path, "profiles." + p + ".seeds must be a positive integer");
-    // A profile other than paper and smoke either reduces the paper's budget ("reductions") or runs
-    // the paper's budget under another reading of an ambiguous protocol ("reading", naming in
-    // "reading_settings" the settings that reading changes).
-    const bool reading = spec.contains("reading");
-    if (reading) {
-      if (!spec["reading"].is_string() || spec["reading"].get<std::string>().empty())
-        fail(path, "profiles." + p + ".reading must say which reading of the paper the profile runs");
-      if (!spec.contains("reading_settings") || !spec["reading_settings"].is_array() || spec["reading_settings"].empty())
-        fail(path, "profiles." + p + ": a reading names the settings it changes in \"reading_settings\"");
-      for (const auto& k : spec["reading_settings"])
-        if (!k.is_string() || !train_keys().count(k.get<std::string>()))
-          fail(path, "profiles." + p + ".reading_settings: " + k.dump() + " is not a `stiefel train` option");
-      if (spec.contains("reductions")) fail(path, "profiles." + p + ": a reading profile reduces nothing");
-    }
-    if (p != "paper" && p != "smoke" && !reading && (!spec.contains("reductions") || !spec["reductions"].is_string()))
-      fail(path, "profiles." + p + ": say what is reduced in \"reductions\" (or name a \"reading\")");
-    if (spec.contains("groups")) id_list(spec, "groups", path + " profiles." + p, true);
-    if (spec.contains("arms")) {
-      if (!spec["arms"].is_array()) fail(path, "profiles." + p + ".arms must be an array of arm ids");
-      for (const auto& a : spec["arms"]) {
-        bool found = false;
-        for (const auto& arm : arms) found = found || arm["id"] == a;
-        if (!found) fail(path, "profiles." + p + ".arms: " + a.dump() + " names no arm");
-      }
-    }
-  }
+  for (const auto& [p, spec] : d["profiles"].items()) check_profile(p, spec, arms, path);
   // A reduced profile never drops below six paired seeds (single-seed pilots stay single-seed).
   const int paper_seeds = d["profiles"]["paper"].value("seeds", d["seeds"].get<int>());
   const int cpu_seeds = d["profiles"]["cpu"].value("seeds", d["seeds"].get<int>());
   if (paper_seeds > 1 && cpu_seeds < 6)
     fail(path, "profiles.cpu.seeds " + std::to_string(cpu_seeds) + ": a cpu profile keeps at least 6 paired seeds");
+}
+
+}  // namespace
+
+json load_definition(const std::string& path) {
+  json d = read_json_file(path);
+  if (!d.is_object()) fail(path, "a definition is a JSON object");
+  check_definition_keys(d, path);
+  check_required_fields(d, path);
+  if (d.contains("train")) check_train_object(d["train"], path, "train");
+  const auto arms = id_list(d, "arms", path, true);
+  id_list(d, "groups", path, false);
+  if (d.contains("baseline") && !names_an_arm(arms, d["baseline"])) fail(path, "\"baseline\" names no arm");
+  check_select(d, path);
+  check_profiles(d, arms, path);
   return d;
 }
 

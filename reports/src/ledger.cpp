@@ -268,132 +268,167 @@ std::string budget_label(const json& table) {
   return label;
 }
 
+// A claim's row of the ledger before its evidence is read: what the paper states, where.
+json claim_row(const json& claim) {
+  json row = {{"id", claim["id"]}, {"claim", claim["claim"]}, {"where", claim["where"]}, {"paper", claim["paper"]},
+              {"kind", claim["kind"]}, {"evidence", json::array()}};
+  if (claim.contains("contradiction")) row["contradiction"] = claim["contradiction"];
+  if (claim.contains("rule") && claim["rule"].contains("statement")) row["rule"] = claim["rule"]["statement"];
+  if (claim.contains("budget")) row["budget_settings"] = claim["budget"];
+  return row;
+}
+
+// A theory claim's verdict from the certificate entries it lists, and their observations as its
+// evidence ("not run" when the certificate has none of them).
+std::string theory_verdict(const json& claim, const json& certificate, json& row) {
+  std::vector<std::string> observed;
+  bool all_certified = true, any_refuted = false, any = false;
+  for (const auto& cid : claim["certificate"]) {
+    if (!certificate.is_object()) break;
+    for (const auto& c : certificate["claims"])
+      if (c["id"] == cid) {
+        any = true;
+        const std::string o = c["observed"];
+        observed.push_back(cid.get<std::string>() + ": " + o);
+        all_certified = all_certified && o == "certified";
+        any_refuted = any_refuted || o == "refuted";
+      }
+  }
+  if (!any) return "not run";
+  // Confirmed when every listed entry is certified; refuted when the paper's statement is among
+  // the refuted entries.
+  const std::string verdict = any_refuted ? "refuted" : (all_certified ? "confirmed" : "not confirmed");
+  std::string s;
+  for (const auto& o : observed) s += (s.empty() ? "" : "; ") + o;
+  row["evidence"].push_back({{"source", "reports/certificate.json"}, {"ours", s}, {"verdict", verdict},
+                             {"profile", "certificate"}});
+  return verdict;
+}
+
+// One table's evidence for an empirical claim, and whether it may decide a verdict.
+struct TableEvidence {
+  json row;
+  bool decides = false;
+};
+
+TableEvidence table_evidence(const json& claim, const json& t, const Evidence& e) {
+  TableEvidence ev;
+  ev.row = {{"source", e.detail}, {"ours", e.ours}, {"verdict", e.verdict}, {"profile", t["profile"]},
+            {"budget", budget_label(t)}};
+  ev.decides = e.verdict != "untestable";  // a run too short for the claim is shown, and decides nothing
+  if (!ev.decides) return ev;
+  const auto seeds = claim_seeds(claim, t);
+  if (!seeds.complete) {
+    ev.row["verdict"] = "interim (" + std::to_string(seeds.completed) + " of " + std::to_string(seeds.planned) +
+                        " seeds)";
+    ev.row["interim"] = true;
+    ev.decides = false;
+  } else if (seeds.diverged > 0) {
+    // The surviving seeds are a selected sample: no verdict from them.
+    ev.row["verdict"] = "undecided (" + std::to_string(seeds.diverged) + " of the runs it reads diverged)";
+    ev.row["diverged"] = seeds.diverged;
+    ev.decides = false;
+  }
+  return ev;
+}
+
+// Empirical: one evidence row per analysed table of the claim's experiment. Verdicts never cross
+// budgets: only a table at the claim's budget with every seed of the arms the claim reads decides
+// the verdict; the same rule on a reduced-budget table gives that budget's own verdict.
+std::string empirical_verdict(const json& claim, const std::vector<json>& tables, json& row) {
+  row["reduced_evidence"] = json::array();
+  std::set<std::string> decided;
+  std::string reduced_verdict;
+  for (const auto& t : tables) {
+    if (t["experiment"] != claim["experiment"] || t["profile"] == "smoke") continue;
+    const auto e = judge_table(claim, t);
+    if (e.verdict == "not run") continue;
+    const bool at_budget = at_claim_budget(claim, t);
+    auto [ev, decides] = table_evidence(claim, t, e);
+    if (at_budget && t.contains("reading")) {
+      // The paper's budget under another reading of its protocol: shown beside the paper
+      // profile's evidence with its own verdict, never deciding the claim's.
+      ev["reading"] = t["reading"];
+      ev["verdict"] = "other reading: " + ev["verdict"].get<std::string>();
+      row["evidence"].push_back(ev);
+    } else if (at_budget) {
+      row["evidence"].push_back(ev);
+      if (decides) decided.insert(e.verdict);
+    } else {
+      row["reduced_evidence"].push_back(ev);
+      if (decides) {
+        if (!reduced_verdict.empty()) reduced_verdict += "; ";
+        reduced_verdict += ev["budget"].get<std::string>() + ": " + e.verdict;
+      }
+    }
+  }
+  if (!reduced_verdict.empty()) row["reduced_verdict"] = reduced_verdict;
+  if (decided.size() == 1) return *decided.begin();
+  if (decided.size() > 1) {
+    // Two complete tables at the paper's budget that disagree settle nothing.
+    row["note"] = "results at the paper's budget disagree";
+    return "not confirmed";
+  }
+  return "not run";
+}
+
+// The ledger's summary: claims by verdict, and those with interim or reduced-budget evidence.
+struct VerdictCounts {
+  int confirmed = 0, refuted = 0, not_confirmed = 0, not_run = 0, interim = 0, reduced = 0, reduced_verdict = 0;
+
+  void count(const json& row) {
+    const std::string verdict = row["verdict"];
+    confirmed += verdict == "confirmed";
+    refuted += verdict == "refuted";
+    not_confirmed += verdict == "not confirmed";
+    not_run += verdict == "not run";
+    bool any_interim = false;
+    for (const auto& ev : row["evidence"]) any_interim = any_interim || ev.value("interim", false);
+    interim += any_interim;
+    reduced += !row.value("reduced_evidence", json::array()).empty();
+    reduced_verdict += row.contains("reduced_verdict");
+  }
+};
+
+const char* const kVerdictRules =
+    "Verdicts never cross budgets. confirmed: our evidence at the paper's budget agrees with the claim by its "
+    "stated rule; not confirmed: inconclusive (e.g. the CI contains 0 where the paper claims an effect), or "
+    "two complete results at the paper's budget disagree; refuted: our evidence at the paper's budget "
+    "contradicts it; not run: no certificate entry, and no complete result at the paper's budget. An "
+    "empirical claim's verdict is decided only by a table run at the paper's budget — the paper profile's "
+    "grid in every train setting except data and device, with the same seeds (a claim that lists in "
+    "\"budget\" the only settings it depends on: the paper's values of those settings and the same "
+    "seeds) — in which every seed of the grid has completed for each arm the claim reads (its arm, a "
+    "contrast's arm and baseline, a ratio's denominator arm, and the table's baseline for differences "
+    "against it). Such a table with seeds still missing is shown as interim (k of N seeds) and decides "
+    "nothing. Tables run at a reduced budget (e.g. the cpu profiles) are shown in their own columns, with "
+    "the verdict the same rule gives on them, labelled with the budget run; they never set the verdict. "
+    "Runs shorter than a claim's min_epochs are shown as untestable and decide nothing; smoke results are "
+    "not shown.";
+
 }  // namespace
 
 json build_ledger(const json& claims_file, const std::vector<json>& tables, const json& certificate,
                   const std::string& source) {
   if (!claims_file.is_object() || !claims_file.contains("claims") || !claims_file["claims"].is_array())
     throw ExperimentError(source + ": missing array \"claims\"");
-  json rows = json::array();
-  int n_confirmed = 0, n_refuted = 0, n_not_confirmed = 0, n_not_run = 0, n_interim = 0, n_reduced = 0,
-      n_reduced_verdict = 0;
   for (std::size_t i = 0; i < claims_file["claims"].size(); ++i) check_claim(claims_file["claims"][i], source, i);
+  json rows = json::array();
+  VerdictCounts n;
   for (const auto& claim : claims_file["claims"]) {
     check_claim_budget(claim, source);
-    json row = {{"id", claim["id"]}, {"claim", claim["claim"]}, {"where", claim["where"]}, {"paper", claim["paper"]},
-                {"kind", claim["kind"]}, {"evidence", json::array()}};
-    if (claim.contains("contradiction")) row["contradiction"] = claim["contradiction"];
-    if (claim.contains("rule") && claim["rule"].contains("statement")) row["rule"] = claim["rule"]["statement"];
-    if (claim.contains("budget")) row["budget_settings"] = claim["budget"];
-    std::string verdict = "not run";
-    if (claim["kind"] == "theory") {
-      std::vector<std::string> observed;
-      bool all_certified = true, any_refuted = false, any = false;
-      for (const auto& cid : claim["certificate"]) {
-        if (!certificate.is_object()) break;
-        for (const auto& c : certificate["claims"])
-          if (c["id"] == cid) {
-            any = true;
-            const std::string o = c["observed"];
-            observed.push_back(cid.get<std::string>() + ": " + o);
-            all_certified = all_certified && o == "certified";
-            any_refuted = any_refuted || o == "refuted";
-          }
-      }
-      if (any) {
-        // Confirmed when every listed entry is certified; refuted when the paper's statement is among
-        // the refuted entries.
-        verdict = any_refuted ? "refuted" : (all_certified ? "confirmed" : "not confirmed");
-        std::string s;
-        for (const auto& o : observed) s += (s.empty() ? "" : "; ") + o;
-        row["evidence"].push_back({{"source", "reports/certificate.json"}, {"ours", s}, {"verdict", verdict},
-                                   {"profile", "certificate"}});
-      }
-    } else {
-      // Empirical: one evidence row per analysed table of the claim's experiment. Verdicts never cross
-      // budgets: only a table at the claim's budget with every seed of the arms the claim reads decides
-      // the verdict; the same rule on a reduced-budget table gives that budget's own verdict.
-      row["reduced_evidence"] = json::array();
-      std::set<std::string> decided;
-      std::string reduced_verdict;
-      for (const auto& t : tables) {
-        if (t["experiment"] != claim["experiment"] || t["profile"] == "smoke") continue;
-        const auto e = judge_table(claim, t);
-        if (e.verdict == "not run") continue;
-        const bool at_budget = at_claim_budget(claim, t);
-        json ev = {{"source", e.detail}, {"ours", e.ours}, {"verdict", e.verdict}, {"profile", t["profile"]},
-                   {"budget", budget_label(t)}};
-        bool decides = e.verdict != "untestable";  // a run too short for the claim is shown, and decides nothing
-        if (decides) {
-          const auto seeds = claim_seeds(claim, t);
-          if (!seeds.complete) {
-            ev["verdict"] = "interim (" + std::to_string(seeds.completed) + " of " + std::to_string(seeds.planned) +
-                            " seeds)";
-            ev["interim"] = true;
-            decides = false;
-          } else if (seeds.diverged > 0) {
-            // The surviving seeds are a selected sample: no verdict from them.
-            ev["verdict"] = "undecided (" + std::to_string(seeds.diverged) + " of the runs it reads diverged)";
-            ev["diverged"] = seeds.diverged;
-            decides = false;
-          }
-        }
-        if (at_budget && t.contains("reading")) {
-          // The paper's budget under another reading of its protocol: shown beside the paper
-          // profile's evidence with its own verdict, never deciding the claim's.
-          ev["reading"] = t["reading"];
-          ev["verdict"] = "other reading: " + ev["verdict"].get<std::string>();
-          row["evidence"].push_back(ev);
-        } else if (at_budget) {
-          row["evidence"].push_back(ev);
-          if (decides) decided.insert(e.verdict);
-        } else {
-          row["reduced_evidence"].push_back(ev);
-          if (decides) {
-            if (!reduced_verdict.empty()) reduced_verdict += "; ";
-            reduced_verdict += ev["budget"].get<std::string>() + ": " + e.verdict;
-          }
-        }
-      }
-      if (decided.size() == 1) verdict = *decided.begin();
-      if (decided.size() > 1) {
-        // Two complete tables at the paper's budget that disagree settle nothing.
-        verdict = "not confirmed";
-        row["note"] = "results at the paper's budget disagree";
-      }
-      if (!reduced_verdict.empty()) row["reduced_verdict"] = reduced_verdict;
-      bool interim = false;
-      for (const auto& ev : row["evidence"]) interim = interim || ev.value("interim", false);
-      n_interim += interim;
-      n_reduced += !row["reduced_evidence"].empty();
-      n_reduced_verdict += !reduced_verdict.empty();
-    }
+    json row = claim_row(claim);
+    const std::string verdict = claim["kind"] == "theory" ? theory_verdict(claim, certificate, row)
+                                                          : empirical_verdict(claim, tables, row);
     row["verdict"] = verdict;
-    n_confirmed += verdict == "confirmed";
-    n_refuted += verdict == "refuted";
-    n_not_confirmed += verdict == "not confirmed";
-    n_not_run += verdict == "not run";
+    n.count(row);
     rows.push_back(row);
   }
   return {{"claims", rows},
-          {"summary", {{"claims", rows.size()}, {"confirmed", n_confirmed}, {"not_confirmed", n_not_confirmed},
-                       {"refuted", n_refuted}, {"not_run", n_not_run}, {"interim", n_interim},
-                       {"with_reduced_evidence", n_reduced}, {"with_reduced_verdict", n_reduced_verdict}}},
-          {"verdicts",
-           "Verdicts never cross budgets. confirmed: our evidence at the paper's budget agrees with the claim by its "
-           "stated rule; not confirmed: inconclusive (e.g. the CI contains 0 where the paper claims an effect), or "
-           "two complete results at the paper's budget disagree; refuted: our evidence at the paper's budget "
-           "contradicts it; not run: no certificate entry, and no complete result at the paper's budget. An "
-           "empirical claim's verdict is decided only by a table run at the paper's budget — the paper profile's "
-           "grid in every train setting except data and device, with the same seeds (a claim that lists in "
-           "\"budget\" the only settings it depends on: the paper's values of those settings and the same "
-           "seeds) — in which every seed of the grid has completed for each arm the claim reads (its arm, a "
-           "contrast's arm and baseline, a ratio's denominator arm, and the table's baseline for differences "
-           "against it). Such a table with seeds still missing is shown as interim (k of N seeds) and decides "
-           "nothing. Tables run at a reduced budget (e.g. the cpu profiles) are shown in their own columns, with "
-           "the verdict the same rule gives on them, labelled with the budget run; they never set the verdict. "
-           "Runs shorter than a claim's min_epochs are shown as untestable and decide nothing; smoke results are "
-           "not shown."}};
+          {"summary", {{"claims", rows.size()}, {"confirmed", n.confirmed}, {"not_confirmed", n.not_confirmed},
+                       {"refuted", n.refuted}, {"not_run", n.not_run}, {"interim", n.interim},
+                       {"with_reduced_evidence", n.reduced}, {"with_reduced_verdict", n.reduced_verdict}}},
+          {"verdicts", kVerdictRules}};
 }
 
 std::string ledger_markdown(const json& l) {

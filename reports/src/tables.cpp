@@ -368,216 +368,273 @@ GrokMetrics grok_metrics(const json& run, int sustained_windows) {
   return g;
 }
 
-json analyse_results(const std::string& dir, int resamples, std::uint64_t bootstrap_seed,
-                     const std::string& definitions_dir) {
+namespace {
+
+// The grid a results folder was run with, resolved from the definition it is analysed with.
+struct AnalysedExperiment {
+  ResolvedExperiment ex;
+  std::string definition_used;  // "stored with the results", or the current definition's file
+};
+
+AnalysedExperiment load_experiment(const std::string& dir, const std::string& definitions_dir) {
   const auto meta = read_json_file((fs::path(dir) / "experiment.json").string());
   if (!meta.contains("definition") || !meta.contains("profile") || !meta.contains("grid"))
     throw ExperimentError(dir + "/experiment.json: not written by `stiefel experiment` (no definition/profile/grid)");
-  auto ex = resolve(meta["definition"], meta["profile"], meta.value("source", ""));
-  std::string definition_used = "stored with the results";
-  if (!definitions_dir.empty()) {
-    const auto current = fs::path(definitions_dir) / (ex.name + ".json");
-    if (fs::exists(current)) {
-      auto cur = resolve(load_definition(current.string()), meta["profile"], current.string());
-      // The same runs with the same settings, in any order (the order runs are scheduled in is not
-      // part of what they measured).
-      std::map<std::string, json> grid, stored;
-      for (const auto& r : cur.runs) grid[r.id] = r.train;
-      for (const auto& r : meta["grid"]) stored[r.value("id", "")] = r.value("train", json());
-      if (grid == stored && grid.size() == meta["grid"].size()) {
-        ex = std::move(cur);
-        definition_used = "experiments/" + ex.name + ".json";
-      }
-    }
+  AnalysedExperiment a{resolve(meta["definition"], meta["profile"], meta.value("source", "")),
+                       "stored with the results"};
+  if (definitions_dir.empty()) return a;
+  const auto current = fs::path(definitions_dir) / (a.ex.name + ".json");
+  if (!fs::exists(current)) return a;
+  auto cur = resolve(load_definition(current.string()), meta["profile"], current.string());
+  // The same runs with the same settings, in any order (the order runs are scheduled in is not
+  // part of what they measured).
+  std::map<std::string, json> grid, stored;
+  for (const auto& r : cur.runs) grid[r.id] = r.train;
+  for (const auto& r : meta["grid"]) stored[r.value("id", "")] = r.value("train", json());
+  if (grid == stored && grid.size() == meta["grid"].size()) {
+    a.ex = std::move(cur);
+    a.definition_used = "experiments/" + a.ex.name + ".json";
   }
+  return a;
+}
+
+// The table's fields that come from the definition and the options, before any run is read.
+json table_header(const AnalysedExperiment& a, int resamples, std::uint64_t bootstrap_seed) {
+  const auto& ex = a.ex;
   const auto& d = ex.definition;
   const std::string analysis = d["analysis"];
-  const int ddof = d.value("std_ddof", 1);
-  const std::string baseline = d.value("baseline", "");
+  const bool unreduced = ex.profile == "paper" || ex.profile_spec.contains("reading");
+  return {{"experiment", ex.name},
+          {"title", d["title"]},
+          {"section", d.value("section", "")},
+          {"analysis", analysis},
+          {"profile", ex.profile},
+          {"reductions", ex.profile_spec.value("reductions", unreduced ? "none" : "smoke test sizes")},
+          {"metric", analysis == "grok" ? "held-out accuracy, tail mean (fraction)" : "final test accuracy (%)"},
+          {"std_ddof", d.value("std_ddof", 1)},
+          {"baseline", d.value("baseline", "")},
+          {"statistics",
+           {{"test", "paired t-test on per-seed differences (Boost.Math one_sample_t_test)"},
+            {"bootstrap", {{"resamples", resamples}, {"seed", bootstrap_seed}, {"level", 0.95},
+                           {"method", BootstrapCi{}.method}}},
+            {"sign_test", "exact two-sided binomial on non-tied seeds"}}},
+          {"not_implemented", d.value("not_implemented", json::array())},
+          {"notes", d.value("notes", json::array())},
+          {"plots", d.value("plots", json::array())},
+          {"definition", a.definition_used}};
+}
 
-  json table = {{"experiment", ex.name},
-                {"title", d["title"]},
-                {"section", d.value("section", "")},
-                {"analysis", analysis},
-                {"profile", ex.profile},
-                {"reductions", ex.profile_spec.value("reductions", ex.profile == "paper" || ex.profile_spec.contains("reading")
-                                                                     ? "none"
-                                                                     : "smoke test sizes")},
-                {"metric", analysis == "grok" ? "held-out accuracy, tail mean (fraction)" : "final test accuracy (%)"},
-                {"std_ddof", ddof},
-                {"baseline", baseline},
-                {"statistics",
-                 {{"test", "paired t-test on per-seed differences (Boost.Math one_sample_t_test)"},
-                  {"bootstrap", {{"resamples", resamples}, {"seed", bootstrap_seed}, {"level", 0.95},
-                                 {"method", BootstrapCi{}.method}}},
-                  {"sign_test", "exact two-sided binomial on non-tied seeds"}}},
-                {"not_implemented", d.value("not_implemented", json::array())},
-                {"notes", d.value("notes", json::array())},
-                {"plots", d.value("plots", json::array())},
-                {"definition", definition_used}};
+// Over the whole grid: the runs completed and diverged, and the data sets and devices they ran on.
+struct GridTally {
   std::set<std::string> datasets, devices;
   std::size_t completed = 0, diverged = 0;
-  json groups = json::array();
-  const json group_defs = ex.profile_spec.contains("groups") ? ex.profile_spec["groups"] : d.value("groups", json::array());
-  for (const auto& gid : ex.groups) {
-    json group = {{"id", gid}, {"arms", json::array()}};
-    const json* gdef = nullptr;
-    for (const auto& g : group_defs)
-      if (g["id"] == gid) gdef = &g;
-    group["label"] = gdef ? gdef->value("label", gid) : gid;
-    if (gdef && gdef->contains("x")) group["x"] = (*gdef)["x"];
-    std::map<std::string, std::map<std::uint64_t, double>> metric;
-    for (const auto& aid : ex.arms) {
-      json arm = {{"id", aid}};
-      for (const auto& a : d["arms"])
-        if (a["id"] == aid) {
-          arm["label"] = a.value("label", aid);
-          if (a.contains("x")) arm["x"] = a["x"];
-        }
-      std::vector<json> runs, records;
-      json per_seed = json::array(), diverged_runs = json::array();
-      std::size_t planned = 0;
-      for (const auto& run : ex.runs) {
-        if (run.group != gid || run.arm != aid) continue;
-        ++planned;
-        const auto path = fs::path(dir) / "runs" / run.id / "run.json";
-        if (!fs::exists(path)) continue;
-        const auto rec = read_json_file(path.string());
-        check_run_record(rec, path.string());
-        if (rec.value("status", "") == "diverged") {  // a result: counted, never averaged
-          ++diverged;
-          const auto& dv = rec.value("divergence", json::object());
-          diverged_runs.push_back({{"seed", run.seed}, {"epoch", dv.value("epoch", json())},
-                                   {"step", dv.value("step", json())}, {"tensor", dv.value("tensor", "")}});
-          continue;
-        }
-        const auto s = summarise(rec, analysis);
-        if (!s.completed) continue;
-        ++completed;
-        datasets.insert(dataset_name(rec));
-        devices.insert(rec["config"].value("device", "cpu"));
-        metric[aid][run.seed] = s.metric;
-        auto r = s.record;
-        r["seed"] = run.seed;
-        per_seed.push_back(r);
-        runs.push_back(rec);
-        records.push_back(r);
-      }
-      arm["planned"] = planned;
-      arm["n"] = records.size();
-      arm["diverged"] = diverged_runs;
-      arm["finished"] = records.size() + diverged_runs.size();
-      arm["runs"] = per_seed;
-      auto collect = [&](const char* k) {
-        std::vector<double> v;
-        for (const auto& r : records)
-          if (r.contains(k) && r[k].is_number()) v.push_back(r[k].get<double>());
-        return v;
-      };
-      auto put_mean = [&](const char* k, const char* out) {
-        const auto v = collect(k);
-        if (!v.empty()) arm[out] = mean(v);
-      };
-      if (!records.empty()) {
-        const auto acc = collect("test_acc");
-        arm["acc_mean"] = mean(acc);
-        if (int(acc.size()) > ddof) arm["acc_sd"] = standard_deviation(acc, ddof);
-        put_mean("train_acc", "train_acc_mean");
-        const auto val = collect("val_acc");
-        if (!val.empty()) {
-          arm["val_acc_mean"] = mean(val);
-          arm["val_seeds"] = val.size();
-          if (int(val.size()) > ddof) arm["val_acc_sd"] = standard_deviation(val, ddof);
-        }
-        put_mean("iso_final", "iso_final_mean");
-        const auto iso = collect("iso_max_run");
-        arm["iso_max_run"] = *std::max_element(iso.begin(), iso.end());
-        put_mean("seconds_per_epoch", "seconds_per_epoch");
-        put_mean("late_step_per_gradient", "late_step_per_gradient");
-        put_mean("late_tangent_grad_norm", "late_tangent_grad_norm");
-        put_mean("gauge_fraction", "gauge_fraction");
-        put_mean("step_norm_mean", "step_norm_mean");
-        put_mean("cap_active_fraction", "cap_active_fraction");
-        arm["curve"] = mean_curve(runs);
-        if (analysis == "grok") {
-          std::vector<double> grok_epochs, mem_epochs, tails, ends, sustained_epochs;
-          for (const auto& r : records) {
-            if (!r["grokked"].is_null()) grok_epochs.push_back(r["grokked"].get<double>());
-            if (!r["memorized"].is_null()) mem_epochs.push_back(r["memorized"].get<double>());
-            if (!r["sustained"].is_null()) sustained_epochs.push_back(r["sustained"].get<double>());
-            if (r["tail_mean"].is_number()) tails.push_back(r["tail_mean"].get<double>());
-            ends.push_back(r["end_acc"].get<double>());
-          }
-          arm["grokked_count"] = grok_epochs.size();
-          arm["grok_rate"] = double(grok_epochs.size()) / double(records.size());
-          arm["sustained_count"] = sustained_epochs.size();
-          if (!sustained_epochs.empty()) arm["median_sustained_epoch"] = median(sustained_epochs);
-          if (!grok_epochs.empty()) arm["median_grok_epoch"] = median(grok_epochs);
-          if (!mem_epochs.empty()) arm["median_memorized_epoch"] = median(mem_epochs);
-          if (!tails.empty()) arm["tail_mean"] = mean(tails);
-          arm["end_mean"] = mean(ends);
-        }
-      }
-      if (d.contains("paper") && d["paper"].contains(gid) && d["paper"][gid].contains(aid))
-        arm["paper"] = d["paper"][gid][aid];
-      group["arms"].push_back(arm);
+};
+
+// The runs of one arm in one group, read from RESULTS/runs/ID/run.json.
+struct ArmRuns {
+  std::size_t planned = 0;
+  std::vector<json> runs;                  // the completed run records
+  std::vector<json> records;               // their summaries, with "seed"
+  json diverged = json::array();           // {"seed", "epoch", "step", "tensor"} of each diverged run
+  std::map<std::uint64_t, double> metric;  // the paired metric of each completed seed
+};
+
+ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, const std::string& gid,
+                      const std::string& aid, GridTally& tally) {
+  const std::string analysis = ex.definition["analysis"];
+  ArmRuns a;
+  for (const auto& run : ex.runs) {
+    if (run.group != gid || run.arm != aid) continue;
+    ++a.planned;
+    const auto path = fs::path(dir) / "runs" / run.id / "run.json";
+    if (!fs::exists(path)) continue;
+    const auto rec = read_json_file(path.string());
+    check_run_record(rec, path.string());
+    if (rec.value("status", "") == "diverged") {  // a result: counted, never averaged
+      ++tally.diverged;
+      const auto& dv = rec.value("divergence", json::object());
+      a.diverged.push_back({{"seed", run.seed}, {"epoch", dv.value("epoch", json())},
+                            {"step", dv.value("step", json())}, {"tensor", dv.value("tensor", "")}});
+      continue;
     }
-    // Paired comparisons on the seeds both arms completed: every arm against the baseline, and the
-    // definition's named contrasts.
-    auto compare = [&](const std::string& aid, const std::string& bid) {
-      std::vector<double> x, y;
-      json per_seed = json::array();
-      for (const auto& [seed, v] : metric[aid])
-        if (metric[bid].count(seed) && std::isfinite(v) && std::isfinite(metric[bid][seed])) {
-          x.push_back(v);
-          y.push_back(metric[bid][seed]);
-          per_seed.push_back({{"seed", seed}, {"diff", v - metric[bid][seed]}});
-        }
-      json c = {{"pairs", x.size()}, {"differences", per_seed}};
-      if (x.size() >= 2) {
-        const auto p = compare_paired(x, y, resamples, bootstrap_seed);
-        c["diff_mean"] = p.mean_difference;
-        c["diff_sd"] = p.sd_difference;
-        c["standard_error"] = p.standard_error;
-        c["ci_low"] = p.ci.low;
-        c["ci_high"] = p.ci.high;
-        if (p.sd_difference > 0) {
-          c["t"] = p.t.t;
-          c["df"] = p.t.df;
-          c["p"] = p.t.p_two_sided;
-        }
-        c["wins"] = p.wins;
-        c["losses"] = p.losses;
-        c["ties"] = p.ties;
-        c["sign_p"] = p.sign_p;
-      } else if (x.size() == 1) {
-        c["diff_mean"] = x[0] - y[0];
-      }
-      return c;
-    };
-    if (!baseline.empty())
-      for (auto& arm : group["arms"])
-        if (arm["id"] != baseline) arm["vs_baseline"] = compare(arm["id"], baseline);
-    group["contrasts"] = json::array();
-    for (const auto& k : d.value("contrasts", json::array())) {
-      if (std::find(ex.arms.begin(), ex.arms.end(), k["arm"].get<std::string>()) == ex.arms.end() ||
-          std::find(ex.arms.begin(), ex.arms.end(), k["baseline"].get<std::string>()) == ex.arms.end())
-        continue;
-      json c = {{"id", k["id"]}, {"label", k.value("label", k["id"].get<std::string>())}, {"arm", k["arm"]},
-                {"baseline", k["baseline"]}, {"vs_baseline", compare(k["arm"], k["baseline"])}};
-      c["n"] = c["vs_baseline"]["pairs"];
-      if (k.contains("paper")) c["paper"] = k["paper"];
-      group["contrasts"].push_back(c);
-    }
-    if (d.contains("select")) group["selection"] = select_on_validation(group, d["select"]);
-    groups.push_back(group);
+    const auto s = summarise(rec, analysis);
+    if (!s.completed) continue;
+    ++tally.completed;
+    tally.datasets.insert(dataset_name(rec));
+    tally.devices.insert(rec["config"].value("device", "cpu"));
+    a.metric[run.seed] = s.metric;
+    auto r = s.record;
+    r["seed"] = run.seed;
+    a.runs.push_back(rec);
+    a.records.push_back(r);
   }
-  table["groups"] = groups;
-  // Model selection is within a group (a group is a setting such as n that selection must not cross).
-  if (d.contains("select") && groups.size() == 1) table["selection"] = groups[0]["selection"];
-  // The budget run and the paper's: a claim the paper states at its budget is decided only by a table
-  // run at it (see build_ledger).
-  const auto paper = resolve(d, "paper", ex.source);
+  return a;
+}
+
+// The numeric values of field K over the summaries that hold one.
+std::vector<double> values_of(const std::vector<json>& records, const char* k) {
+  std::vector<double> v;
+  for (const auto& r : records)
+    if (r.contains(k) && r[k].is_number()) v.push_back(r[k].get<double>());
+  return v;
+}
+
+// Grokking over seeds: how many grokked (and sustained it), the median epochs, the tail and end means.
+void add_grok_statistics(json& arm, const std::vector<json>& records) {
+  std::vector<double> grok_epochs, mem_epochs, tails, ends, sustained_epochs;
+  for (const auto& r : records) {
+    if (!r["grokked"].is_null()) grok_epochs.push_back(r["grokked"].get<double>());
+    if (!r["memorized"].is_null()) mem_epochs.push_back(r["memorized"].get<double>());
+    if (!r["sustained"].is_null()) sustained_epochs.push_back(r["sustained"].get<double>());
+    if (r["tail_mean"].is_number()) tails.push_back(r["tail_mean"].get<double>());
+    ends.push_back(r["end_acc"].get<double>());
+  }
+  arm["grokked_count"] = grok_epochs.size();
+  arm["grok_rate"] = double(grok_epochs.size()) / double(records.size());
+  arm["sustained_count"] = sustained_epochs.size();
+  if (!sustained_epochs.empty()) arm["median_sustained_epoch"] = median(sustained_epochs);
+  if (!grok_epochs.empty()) arm["median_grok_epoch"] = median(grok_epochs);
+  if (!mem_epochs.empty()) arm["median_memorized_epoch"] = median(mem_epochs);
+  if (!tails.empty()) arm["tail_mean"] = mean(tails);
+  arm["end_mean"] = mean(ends);
+}
+
+// Means over the completed seeds (and the sd of the accuracies), the worst isometry error and the
+// mean curve. Needs at least one completed seed.
+void add_arm_statistics(json& arm, const ArmRuns& a, int ddof, const std::string& analysis) {
+  const auto& records = a.records;
+  auto put_mean = [&](const char* k, const char* out) {
+    const auto v = values_of(records, k);
+    if (!v.empty()) arm[out] = mean(v);
+  };
+  const auto acc = values_of(records, "test_acc");
+  arm["acc_mean"] = mean(acc);
+  if (int(acc.size()) > ddof) arm["acc_sd"] = standard_deviation(acc, ddof);
+  put_mean("train_acc", "train_acc_mean");
+  const auto val = values_of(records, "val_acc");
+  if (!val.empty()) {
+    arm["val_acc_mean"] = mean(val);
+    arm["val_seeds"] = val.size();
+    if (int(val.size()) > ddof) arm["val_acc_sd"] = standard_deviation(val, ddof);
+  }
+  put_mean("iso_final", "iso_final_mean");
+  const auto iso = values_of(records, "iso_max_run");
+  arm["iso_max_run"] = *std::max_element(iso.begin(), iso.end());
+  for (const char* k : {"seconds_per_epoch", "late_step_per_gradient", "late_tangent_grad_norm", "gauge_fraction",
+                        "step_norm_mean", "cap_active_fraction"})
+    put_mean(k, k);
+  arm["curve"] = mean_curve(a.runs);
+  if (analysis == "grok") add_grok_statistics(arm, records);
+}
+
+// An arm of a group as the table lists it: its label and x from the definition, its seeds, its
+// statistics and the paper's values.
+json arm_entry(const json& d, const std::string& gid, const std::string& aid, const ArmRuns& a) {
+  json arm = {{"id", aid}};
+  for (const auto& def : d["arms"])
+    if (def["id"] == aid) {
+      arm["label"] = def.value("label", aid);
+      if (def.contains("x")) arm["x"] = def["x"];
+    }
+  arm["planned"] = a.planned;
+  arm["n"] = a.records.size();
+  arm["diverged"] = a.diverged;
+  arm["finished"] = a.records.size() + a.diverged.size();
+  arm["runs"] = a.records;
+  if (!a.records.empty()) add_arm_statistics(arm, a, d.value("std_ddof", 1), d["analysis"]);
+  if (d.contains("paper") && d["paper"].contains(gid) && d["paper"][gid].contains(aid))
+    arm["paper"] = d["paper"][gid][aid];
+  return arm;
+}
+
+// The paired statistics of an arm against another on the seeds both completed (X: the arm's metric
+// per seed, Y: the other's).
+json paired_comparison(const std::map<std::uint64_t, double>& x_by_seed,
+                       const std::map<std::uint64_t, double>& y_by_seed, int resamples,
+                       std::uint64_t bootstrap_seed) {
+  std::vector<double> x, y;
+  json per_seed = json::array();
+  for (const auto& [seed, v] : x_by_seed) {
+    const auto other = y_by_seed.find(seed);
+    if (other != y_by_seed.end() && std::isfinite(v) && std::isfinite(other->second)) {
+      x.push_back(v);
+      y.push_back(other->second);
+      per_seed.push_back({{"seed", seed}, {"diff", v - other->second}});
+    }
+  }
+  json c = {{"pairs", x.size()}, {"differences", per_seed}};
+  if (x.size() == 1) c["diff_mean"] = x[0] - y[0];
+  if (x.size() < 2) return c;
+  const auto p = compare_paired(x, y, resamples, bootstrap_seed);
+  c["diff_mean"] = p.mean_difference;
+  c["diff_sd"] = p.sd_difference;
+  c["standard_error"] = p.standard_error;
+  c["ci_low"] = p.ci.low;
+  c["ci_high"] = p.ci.high;
+  if (p.sd_difference > 0) {
+    c["t"] = p.t.t;
+    c["df"] = p.t.df;
+    c["p"] = p.t.p_two_sided;
+  }
+  c["wins"] = p.wins;
+  c["losses"] = p.losses;
+  c["ties"] = p.ties;
+  c["sign_p"] = p.sign_p;
+  return c;
+}
+
+// A group's id, label and x, from the profile's groups or else the definition's.
+json group_entry(const ResolvedExperiment& ex, const std::string& gid) {
+  const auto& d = ex.definition;
+  const json group_defs = ex.profile_spec.contains("groups") ? ex.profile_spec["groups"] : d.value("groups", json::array());
+  json group = {{"id", gid}, {"arms", json::array()}};
+  const json* gdef = nullptr;
+  for (const auto& g : group_defs)
+    if (g["id"] == gid) gdef = &g;
+  group["label"] = gdef ? gdef->value("label", gid) : gid;
+  if (gdef && gdef->contains("x")) group["x"] = (*gdef)["x"];
+  return group;
+}
+
+json analyse_group(const std::string& dir, const ResolvedExperiment& ex, const std::string& gid, int resamples,
+                   std::uint64_t bootstrap_seed, GridTally& tally) {
+  const auto& d = ex.definition;
+  json group = group_entry(ex, gid);
+  std::map<std::string, std::map<std::uint64_t, double>> metric;
+  for (const auto& aid : ex.arms) {
+    auto runs = read_arm_runs(dir, ex, gid, aid, tally);
+    group["arms"].push_back(arm_entry(d, gid, aid, runs));
+    metric[aid] = std::move(runs.metric);
+  }
+  // Paired comparisons on the seeds both arms completed: every arm against the baseline, and the
+  // definition's named contrasts.
+  auto compare = [&](const std::string& aid, const std::string& bid) {
+    return paired_comparison(metric[aid], metric[bid], resamples, bootstrap_seed);
+  };
+  const std::string baseline = d.value("baseline", "");
+  if (!baseline.empty())
+    for (auto& arm : group["arms"])
+      if (arm["id"] != baseline) arm["vs_baseline"] = compare(arm["id"], baseline);
+  group["contrasts"] = json::array();
+  auto in_grid = [&](const json& id) {
+    return std::find(ex.arms.begin(), ex.arms.end(), id.get<std::string>()) != ex.arms.end();
+  };
+  for (const auto& k : d.value("contrasts", json::array())) {
+    if (!in_grid(k["arm"]) || !in_grid(k["baseline"])) continue;
+    json c = {{"id", k["id"]}, {"label", k.value("label", k["id"].get<std::string>())}, {"arm", k["arm"]},
+              {"baseline", k["baseline"]}, {"vs_baseline", compare(k["arm"], k["baseline"])}};
+    c["n"] = c["vs_baseline"]["pairs"];
+    if (k.contains("paper")) c["paper"] = k["paper"];
+    group["contrasts"].push_back(c);
+  }
+  if (d.contains("select")) group["selection"] = select_on_validation(group, d["select"]);
+  return group;
+}
+
+// The budget run and the paper's: a claim the paper states at its budget is decided only by a table
+// run at it (see build_ledger).
+void add_budget(json& table, const ResolvedExperiment& ex) {
+  const auto paper = resolve(ex.definition, "paper", ex.source);
   table["budget"] = grid_budget(ex);
   table["paper_budget"] = grid_budget(paper);
   table["differs_from_paper"] = differences_from_paper(ex, paper);
@@ -589,38 +646,92 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
     table["reading"] = ex.profile_spec["reading"];
     table["reading_settings"] = ex.profile_spec["reading_settings"];
   }
+}
+
+}  // namespace
+
+json analyse_results(const std::string& dir, int resamples, std::uint64_t bootstrap_seed,
+                     const std::string& definitions_dir) {
+  const auto analysed = load_experiment(dir, definitions_dir);
+  const auto& ex = analysed.ex;
+  json table = table_header(analysed, resamples, bootstrap_seed);
+  GridTally tally;
+  json groups = json::array();
+  for (const auto& gid : ex.groups) groups.push_back(analyse_group(dir, ex, gid, resamples, bootstrap_seed, tally));
+  table["groups"] = groups;
+  // Model selection is within a group (a group is a setting such as n that selection must not cross).
+  if (ex.definition.contains("select") && groups.size() == 1) table["selection"] = groups[0]["selection"];
+  add_budget(table, ex);
   table["runs_planned"] = ex.runs.size();
-  table["runs_completed"] = completed;
-  table["runs_diverged"] = diverged;
-  table["datasets"] = datasets;
-  table["devices"] = devices;
+  table["runs_completed"] = tally.completed;
+  table["runs_diverged"] = tally.diverged;
+  table["datasets"] = tally.datasets;
+  table["devices"] = tally.devices;
   return table;
 }
 
-std::string table_markdown(const json& t) {
-  std::ostringstream md;
-  const bool grok = t["analysis"] == "grok";
-  md << "# " << table_heading(t) << "\n\n";
-  md << "- Paper: " << t["section"].get<std::string>() << "\n";
-  md << "- Profile: `" << t["profile"].get<std::string>() << "` — reductions: " << t["reductions"].get<std::string>()
-     << "\n";
-  if (t.contains("reading"))
-    md << "- Reading: " << t["reading"].get<std::string>() << " (the paper's budget; the paper profile's reading decides "
-       << "the claims, this one is shown beside it)\n";
-  if (t.contains("budget")) {
-    md << "- Budget run: " << budget_phrase(t["budget"]);
-    if (t.value("at_paper_budget", false))
-      md << " (the paper's)";
-    else
-      md << " (reduced: the paper's claims at " << budget_phrase(t["paper_budget"])
-         << " are not decided by this table)";
-    md << "\n";
-  }
-  std::string ds;
-  for (const auto& d : t["datasets"]) ds += (ds.empty() ? "" : ", ") + d.get<std::string>();
-  std::string dev;
-  for (const auto& d : t["devices"]) dev += (dev.empty() ? "" : ", ") + d.get<std::string>();
-  md << "- Data: " << (ds.empty() ? "none completed" : ds) << "; device: " << (dev.empty() ? "-" : dev) << "\n";
+namespace {
+
+// A statistic of O as a table cell: fixed-point with DIGITS digits, or in scientific notation; "–"
+// when O does not hold it.
+std::string number_cell(const json& o, const char* k, int digits) {
+  return o.contains(k) && o[k].is_number() ? fixed(o[k].get<double>(), digits) : "–";
+}
+
+std::string sci_cell(const json& o, const char* k) {
+  return o.contains(k) && o[k].is_number() ? sci(o[k].get<double>()) : "–";
+}
+
+// "mean ± sd" over seeds (the sd where there is one), or "–".
+std::string mean_sd_cell(const json& a, const char* mean_key, const char* sd_key) {
+  if (!a.contains(mean_key)) return "–";
+  return fixed(a[mean_key].get<double>(), 2) + (a.contains(sd_key) ? " ± " + fixed(a[sd_key].get<double>(), 2) : "");
+}
+
+// The cells of a paired comparison C: its signed mean difference (MISSING when it has none), its CI
+// and its wins out of the pairs.
+std::string diff_cell(const json& c, int digits, const std::string& missing) {
+  if (!c.contains("diff_mean")) return missing;
+  const double diff = c["diff_mean"].get<double>();
+  return (diff >= 0 ? "+" : "") + fixed(diff, digits);
+}
+
+std::string ci_cell(const json& c, int digits) {
+  return c.contains("ci_low") ? "[" + fixed(c["ci_low"].get<double>(), digits) + ", " +
+                                    fixed(c["ci_high"].get<double>(), digits) + "]"
+                              : "–";
+}
+
+std::string wins_cell(const json& c) {
+  return c.contains("wins") ? std::to_string(c["wins"].get<int>()) + "/" + std::to_string(c["pairs"].get<int>())
+                            : "–";
+}
+
+std::string comma_list(const json& strings) {
+  std::string s;
+  for (const auto& x : strings) s += (s.empty() ? "" : ", ") + x.get<std::string>();
+  return s;
+}
+
+bool any_arm_has(const json& t, const char* key) {
+  bool any = false;
+  for (const auto& g : t["groups"])
+    for (const auto& a : g["arms"]) any = any || a.contains(key);
+  return any;
+}
+
+void write_budget_line(std::ostream& md, const json& t) {
+  if (!t.contains("budget")) return;
+  md << "- Budget run: " << budget_phrase(t["budget"]);
+  if (t.value("at_paper_budget", false))
+    md << " (the paper's)";
+  else
+    md << " (reduced: the paper's claims at " << budget_phrase(t["paper_budget"])
+       << " are not decided by this table)";
+  md << "\n";
+}
+
+void write_runs_line(std::ostream& md, const json& t) {
   md << "- Runs completed: " << t["runs_completed"].get<int>() << " of " << t["runs_planned"].get<int>();
   if (t.value("runs_diverged", 0) > 0) {
     md << "; diverged (a non-finite loss, gradient or parameter; excluded from the statistics): "
@@ -632,132 +743,144 @@ std::string table_markdown(const json& t) {
              << dv["tensor"].get<std::string>() << ")";
   }
   md << "\n";
+}
+
+// The heading and the list under it: section, profile, budget, data, runs and the statistics used.
+void write_preamble(std::ostream& md, const json& t) {
+  md << "# " << table_heading(t) << "\n\n";
+  md << "- Paper: " << t["section"].get<std::string>() << "\n";
+  md << "- Profile: `" << t["profile"].get<std::string>() << "` — reductions: " << t["reductions"].get<std::string>()
+     << "\n";
+  if (t.contains("reading"))
+    md << "- Reading: " << t["reading"].get<std::string>() << " (the paper's budget; the paper profile's reading decides "
+       << "the claims, this one is shown beside it)\n";
+  write_budget_line(md, t);
+  const std::string ds = comma_list(t["datasets"]), dev = comma_list(t["devices"]);
+  md << "- Data: " << (ds.empty() ? "none completed" : ds) << "; device: " << (dev.empty() ? "-" : dev) << "\n";
+  write_runs_line(md, t);
   md << "- Statistics: mean ± sd (ddof " << t["std_ddof"].get<int>() << ") over seeds; differences paired within "
      << "seed against `" << t["baseline"].get<std::string>() << "`; paired t (Boost.Math); 95% percentile bootstrap CI, "
      << t["statistics"]["bootstrap"]["resamples"].get<int>() << " resamples, seed "
      << t["statistics"]["bootstrap"]["seed"].get<int>() << "; wins = seeds where the arm beats the baseline.\n";
   md << "- Paper values in parentheses where the paper states them.\n\n";
-  auto num = [](const json& o, const char* k, int digits) -> std::string {
-    return o.contains(k) && o[k].is_number() ? fixed(o[k].get<double>(), digits) : "–";
-  };
-  auto scin = [](const json& o, const char* k) -> std::string {
-    return o.contains(k) && o[k].is_number() ? sci(o[k].get<double>()) : "–";
-  };
-  // A validation-accuracy column only for tables whose runs hold a validation split.
-  bool has_val = false;
+}
+
+// The per-arm table of a paired analysis (accuracy, the paired difference against the baseline,
+// isometry, speed); a validation-accuracy column when HAS_VAL.
+void write_paired_arms(std::ostream& md, const json& t, const json& g, bool has_val) {
+  md << "| arm | seeds | test acc % (paper) | " << (has_val ? "val acc % | " : "")
+     << "Δ vs baseline pp (paper) | 95% CI | t (paper) | p | wins (paper) | iso final | iso max | s/epoch |\n"
+     << "|---|---|---|" << (has_val ? "---|" : "") << "---|---|---|---|---|---|---|---|\n";
+  for (const auto& a : g["arms"]) {
+    const json paper = a.value("paper", json::object());
+    const json c = a.value("vs_baseline", json::object());
+    const std::string seeds = std::to_string(a["n"].get<int>()) + "/" + std::to_string(a["planned"].get<int>());
+    const std::string diff = diff_cell(c, 2, a["id"] == t["baseline"] ? "baseline" : "–");
+    const std::string val = mean_sd_cell(a, "val_acc_mean", "val_acc_sd");
+    md << "| " << a.value("label", a["id"].get<std::string>()) << " | " << seeds << " | "
+       << cell(mean_sd_cell(a, "acc_mean", "acc_sd"), paper, "acc") << " | " << (has_val ? val + " | " : "")
+       << cell(diff, paper, "diff") << " | " << ci_cell(c, 2) << " | " << cell(number_cell(c, "t", 2), paper, "t")
+       << " | " << sci_cell(c, "p") << " | " << cell(wins_cell(c), paper, "wins") << " | "
+       << sci_cell(a, "iso_final_mean") << " | " << sci_cell(a, "iso_max_run") << " | "
+       << number_cell(a, "seconds_per_epoch", 2) << " |\n";
+  }
+  md << "\n";
+}
+
+// The per-arm table of a grokking analysis (grokked seeds, the epochs, the held-out tail and end).
+void write_grok_arms(std::ostream& md, const json& t, const json& g) {
+  md << "| arm | seeds | grokked (paper) | median grok epoch (paper) | sustained k=3 (paper) | median memorized "
+        "(paper) | tail mean (paper) | end mean (paper) | Δ tail vs baseline (paper) | 95% CI | t (paper) | p | "
+        "iso final (paper) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& a : g["arms"]) {
+    const json paper = a.value("paper", json::object());
+    const json c = a.value("vs_baseline", json::object());
+    const std::string seeds = std::to_string(a["n"].get<int>()) + "/" + std::to_string(a["planned"].get<int>());
+    const std::string diff = diff_cell(c, 3, a["id"] == t["baseline"] ? "baseline" : "–");
+    const std::string grokked = a.contains("grokked_count") ? std::to_string(a["grokked_count"].get<int>()) + "/" +
+                                                                  std::to_string(a["n"].get<int>())
+                                                            : "–";
+    md << "| " << a.value("label", a["id"].get<std::string>()) << " | " << seeds << " | "
+       << cell(grokked, paper, "grokked") << " | "
+       << cell(number_cell(a, "median_grok_epoch", 0), paper, "median_grok", 0) << " | "
+       << cell(number_cell(a, "median_sustained_epoch", 0), paper, "sustained", 0) << " | "
+       << cell(number_cell(a, "median_memorized_epoch", 0), paper, "memorized", 0) << " | "
+       << cell(number_cell(a, "tail_mean", 3), paper, "tail") << " | "
+       << cell(number_cell(a, "end_mean", 3), paper, "end", 3) << " | " << cell(diff, paper, "diff", 2) << " | "
+       << ci_cell(c, 3) << " | " << cell(number_cell(c, "t", 2), paper, "t") << " | " << sci_cell(c, "p") << " | "
+       << cell(sci_cell(a, "iso_final_mean"), paper, "iso", 6) << " |\n";
+  }
+  md << "\n";
+}
+
+void write_contrasts(std::ostream& md, const json& g) {
+  if (g["contrasts"].empty()) return;
+  md << "| contrast (paired within seed) | pairs | Δ pp (paper) | 95% CI | t (paper) | p | wins (paper) |\n"
+        "|---|---|---|---|---|---|---|\n";
+  for (const auto& k : g["contrasts"]) {
+    const json paper = k.value("paper", json::object());
+    const json& c = k["vs_baseline"];
+    md << "| " << k["label"].get<std::string>() << " | " << c["pairs"].get<int>() << " | "
+       << cell(diff_cell(c, 2, "–"), paper, "diff") << " | " << ci_cell(c, 2) << " | "
+       << cell(number_cell(c, "t", 2), paper, "t") << " | " << sci_cell(c, "p") << " | "
+       << cell(wins_cell(c), paper, "wins") << " |\n";
+  }
+  md << "\n";
+}
+
+void write_selection(std::ostream& md, const json& g) {
+  if (!g.contains("selection")) return;
+  const auto& s = g["selection"];
+  md << "Selected on the validation split: ";
+  if (s["arm"].is_null()) {
+    md << "none (" << s.value("why", "") << ")";
+  } else {
+    md << s["label"].get<std::string>() << " (val acc " << fixed(s["val_acc"].get<double>(), 2) << "%, "
+       << s["seeds"].get<int>() << "/" << s["planned"].get<int>() << " seeds";
+    if (s["runner_up"].is_object())
+      md << "; runner-up " << s["runner_up"]["label"].get<std::string>() << ", "
+         << fixed(s["runner_up"]["val_acc"].get<double>(), 2) << "%";
+    md << ")";
+  }
+  if (!s.value("statement", "").empty()) md << " — " << s["statement"].get<std::string>();
+  md << "\n\n";
+}
+
+void write_frame_diagnostics(std::ostream& md, const json& t) {
+  if (!any_arm_has(t, "late_step_per_gradient")) return;
+  md << "Frame diagnostics (means over seeds; late = last quarter of the epochs):\n\n"
+        "| group | arm | late step/gradient (paper) | late tangent gradient norm | gauge fraction (paper) | cap "
+        "active |\n|---|---|---|---|---|---|\n";
   for (const auto& g : t["groups"])
-    for (const auto& a : g["arms"]) has_val = has_val || a.contains("val_acc_mean");
+    for (const auto& a : g["arms"]) {
+      if (!a.contains("late_step_per_gradient")) continue;
+      const json paper = a.value("paper", json::object());
+      md << "| " << g["label"].get<std::string>() << " | " << a.value("label", a["id"].get<std::string>()) << " | "
+         << cell(sci_cell(a, "late_step_per_gradient"), paper, "step_per_gradient", 3) << " | "
+         << sci_cell(a, "late_tangent_grad_norm") << " | "
+         << cell(number_cell(a, "gauge_fraction", 3), paper, "gauge_fraction") << " | "
+         << number_cell(a, "cap_active_fraction", 3) << " |\n";
+    }
+  md << "\n";
+}
+
+}  // namespace
+
+std::string table_markdown(const json& t) {
+  std::ostringstream md;
+  write_preamble(md, t);
+  // A validation-accuracy column only for tables whose runs hold a validation split.
+  const bool has_val = any_arm_has(t, "val_acc_mean");
   for (const auto& g : t["groups"]) {
     if (t["groups"].size() > 1) md << "## " << g["label"].get<std::string>() << "\n\n";
-    if (!grok) {
-      md << "| arm | seeds | test acc % (paper) | " << (has_val ? "val acc % | " : "")
-         << "Δ vs baseline pp (paper) | 95% CI | t (paper) | p | wins (paper) | iso final | iso max | s/epoch |\n"
-         << "|---|---|---|" << (has_val ? "---|" : "") << "---|---|---|---|---|---|---|---|\n";
-    } else {
-      md << "| arm | seeds | grokked (paper) | median grok epoch (paper) | sustained k=3 (paper) | median memorized "
-            "(paper) | tail mean (paper) | end mean (paper) | Δ tail vs baseline (paper) | 95% CI | t (paper) | p | "
-            "iso final (paper) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
-    }
-    for (const auto& a : g["arms"]) {
-      const json paper = a.value("paper", json::object());
-      const json c = a.value("vs_baseline", json::object());
-      std::string seeds = std::to_string(a["n"].get<int>()) + "/" + std::to_string(a["planned"].get<int>());
-      std::string acc = a.contains("acc_mean")
-                            ? fixed(a["acc_mean"].get<double>(), 2) +
-                                  (a.contains("acc_sd") ? " ± " + fixed(a["acc_sd"].get<double>(), 2) : "")
-                            : "–";
-      std::string diff = c.contains("diff_mean") ? (c["diff_mean"].get<double>() >= 0 ? "+" : "") +
-                                                       fixed(c["diff_mean"].get<double>(), grok ? 3 : 2)
-                                                 : (a["id"] == t["baseline"] ? "baseline" : "–");
-      std::string ci = c.contains("ci_low") ? "[" + fixed(c["ci_low"].get<double>(), grok ? 3 : 2) + ", " +
-                                                  fixed(c["ci_high"].get<double>(), grok ? 3 : 2) + "]"
-                                            : "–";
-      std::string wins = c.contains("wins") ? std::to_string(c["wins"].get<int>()) + "/" +
-                                                  std::to_string(c["pairs"].get<int>())
-                                            : "–";
-      const std::string label = a.value("label", a["id"].get<std::string>());
-      if (!grok) {
-        std::string val = "–";
-        if (a.contains("val_acc_mean")) {
-          val = fixed(a["val_acc_mean"].get<double>(), 2);
-          if (a.contains("val_acc_sd")) val += " ± " + fixed(a["val_acc_sd"].get<double>(), 2);
-        }
-        md << "| " << label << " | " << seeds << " | " << cell(acc, paper, "acc") << " | "
-           << (has_val ? val + " | " : "") << cell(diff, paper, "diff")
-           << " | " << ci << " | " << cell(num(c, "t", 2), paper, "t") << " | " << scin(c, "p") << " | "
-           << cell(wins, paper, "wins") << " | " << scin(a, "iso_final_mean") << " | " << scin(a, "iso_max_run")
-           << " | " << num(a, "seconds_per_epoch", 2) << " |\n";
-      } else {
-        std::string grokked = a.contains("grokked_count") ? std::to_string(a["grokked_count"].get<int>()) + "/" +
-                                                                std::to_string(a["n"].get<int>())
-                                                          : "–";
-        md << "| " << label << " | " << seeds << " | " << cell(grokked, paper, "grokked") << " | "
-           << cell(num(a, "median_grok_epoch", 0), paper, "median_grok", 0) << " | "
-           << cell(num(a, "median_sustained_epoch", 0), paper, "sustained", 0) << " | "
-           << cell(num(a, "median_memorized_epoch", 0), paper, "memorized", 0) << " | "
-           << cell(num(a, "tail_mean", 3), paper, "tail") << " | "
-           << cell(num(a, "end_mean", 3), paper, "end", 3) << " | " << cell(diff, paper, "diff", 2) << " | " << ci
-           << " | " << cell(num(c, "t", 2), paper, "t") << " | " << scin(c, "p") << " | "
-           << cell(scin(a, "iso_final_mean"), paper, "iso", 6) << " |\n";
-      }
-    }
-    md << "\n";
-    if (!g["contrasts"].empty()) {
-      md << "| contrast (paired within seed) | pairs | Δ pp (paper) | 95% CI | t (paper) | p | wins (paper) |\n"
-            "|---|---|---|---|---|---|---|\n";
-      for (const auto& k : g["contrasts"]) {
-        const json paper = k.value("paper", json::object());
-        const json& c = k["vs_baseline"];
-        std::string diff = c.contains("diff_mean") ? (c["diff_mean"].get<double>() >= 0 ? "+" : "") +
-                                                         fixed(c["diff_mean"].get<double>(), 2)
-                                                   : "–";
-        std::string ci = c.contains("ci_low") ? "[" + fixed(c["ci_low"].get<double>(), 2) + ", " +
-                                                    fixed(c["ci_high"].get<double>(), 2) + "]"
-                                              : "–";
-        std::string wins = c.contains("wins") ? std::to_string(c["wins"].get<int>()) + "/" +
-                                                    std::to_string(c["pairs"].get<int>())
-                                              : "–";
-        md << "| " << k["label"].get<std::string>() << " | " << c["pairs"].get<int>() << " | "
-           << cell(diff, paper, "diff") << " | " << ci << " | " << cell(num(c, "t", 2), paper, "t") << " | "
-           << scin(c, "p") << " | " << cell(wins, paper, "wins") << " |\n";
-      }
-      md << "\n";
-    }
-    if (g.contains("selection")) {
-      const auto& s = g["selection"];
-      md << "Selected on the validation split: ";
-      if (s["arm"].is_null()) {
-        md << "none (" << s.value("why", "") << ")";
-      } else {
-        md << s["label"].get<std::string>() << " (val acc " << fixed(s["val_acc"].get<double>(), 2) << "%, "
-           << s["seeds"].get<int>() << "/" << s["planned"].get<int>() << " seeds";
-        if (s["runner_up"].is_object())
-          md << "; runner-up " << s["runner_up"]["label"].get<std::string>() << ", "
-             << fixed(s["runner_up"]["val_acc"].get<double>(), 2) << "%";
-        md << ")";
-      }
-      if (!s.value("statement", "").empty()) md << " — " << s["statement"].get<std::string>();
-      md << "\n\n";
-    }
+    if (t["analysis"] == "grok")
+      write_grok_arms(md, t, g);
+    else
+      write_paired_arms(md, t, g, has_val);
+    write_contrasts(md, g);
+    write_selection(md, g);
   }
-  bool extra = false;
-  for (const auto& g : t["groups"])
-    for (const auto& a : g["arms"]) extra = extra || a.contains("late_step_per_gradient");
-  if (extra) {
-    md << "Frame diagnostics (means over seeds; late = last quarter of the epochs):\n\n"
-          "| group | arm | late step/gradient (paper) | late tangent gradient norm | gauge fraction (paper) | cap "
-          "active |\n|---|---|---|---|---|---|\n";
-    for (const auto& g : t["groups"])
-      for (const auto& a : g["arms"]) {
-        if (!a.contains("late_step_per_gradient")) continue;
-        const json paper = a.value("paper", json::object());
-        md << "| " << g["label"].get<std::string>() << " | " << a.value("label", a["id"].get<std::string>()) << " | "
-           << cell(scin(a, "late_step_per_gradient"), paper, "step_per_gradient", 3) << " | "
-           << scin(a, "late_tangent_grad_norm") << " | " << cell(num(a, "gauge_fraction", 3), paper, "gauge_fraction")
-           << " | " << num(a, "cap_active_fraction", 3) << " |\n";
-      }
-    md << "\n";
-  }
+  write_frame_diagnostics(md, t);
   for (const auto& ni : t["not_implemented"])
     md << "- Not implemented: **" << ni.value("label", ni.value("id", "")) << "** — " << ni.value("why", "") << "\n";
   for (const auto& n : t["notes"]) md << "- " << n.get<std::string>() << "\n";

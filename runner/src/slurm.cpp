@@ -129,7 +129,9 @@ std::map<std::size_t, std::string> queued_runs(const Grid& g, const SlurmOptions
   return queued;
 }
 
-SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::size_t, std::string>& queued) {
+namespace {
+
+void check_slurm_options(const Grid& g, const SlurmOptions& o) {
   if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel " + std::to_string(o.max_parallel) + ": must be >= 0");
   if (o.array_tasks < 0) throw std::invalid_argument("--array-tasks " + std::to_string(o.array_tasks) + ": must be >= 0");
   if (o.gpus_per_task > 0 && g.request.device != "cuda")
@@ -142,10 +144,11 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
   check_sbatch_value("the working folder", o.workdir);
   check_sbatch_value("--out", fs::absolute(g.out).string());
   if (g.runs.empty()) throw std::invalid_argument(g.source + ": the grid has no runs");
-  check_pinned(g);
+}
 
-  SlurmPlan p;
-  p.submission = read_submissions(g).size() + 1;
+// The array's tasks: those with an unfinished run are submitted, unless a run of theirs is held
+// elsewhere; sbatch's --array from the submitted ones (with %K when --max-parallel is set).
+void plan_tasks(SlurmPlan& p, const Grid& g, const SlurmOptions& o, const std::map<std::size_t, std::string>& queued) {
   const std::size_t n = g.runs.size();
   p.task_count = o.array_tasks > 0 ? std::min<std::size_t>(std::size_t(o.array_tasks), n) : n;
   for (std::size_t t = 0; t < p.task_count; ++t) {
@@ -165,33 +168,27 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
     p.array_spec.push_back('%');
     p.array_spec.append(std::to_string(o.max_parallel));
   }
+}
 
-  const fs::path out = fs::absolute(g.out);
-  const fs::path slurm = out / "slurm";
-  const std::string s = std::to_string(p.submission);
-  p.array_path = slurm / ("array-" + s + ".sbatch");
-  p.report_path = slurm / ("report-" + s + ".sbatch");
-  p.log_folder = slurm / "logs";
-  p.binary = slurm / "bin" / ("stiefel-" + io::sha256_file(o.executable).substr(0, 16));
-  const std::string defs = fs::absolute(g.request.definitions).string();
-
-  std::vector<std::string> task = {p.binary.string(), "experiment", fs::absolute(g.source).string(),
-                                   "--profile", g.experiment.profile, "--out", out.string(),
-                                   "--device", g.request.device, "--definitions", defs,
-                                   "--jobs", std::to_string(o.jobs)};
-  if (!g.request.data.empty()) task.insert(task.end(), {"--data", g.request.data});
-
+// The lines both scripts open with: where they come from, and the resources every job asks for.
+std::string script_head(const Grid& g, const SlurmOptions& o, const SlurmPlan& p) {
   std::ostringstream head;
   head << "#!/bin/bash\n"
        << "# Written by `stiefel experiment " << g.experiment.name << " --profile " << g.experiment.profile
-       << " --slurm` (submission " << s << "); kept with the results it produces.\n";
+       << " --slurm` (submission " << p.submission << "); kept with the results it produces.\n";
   if (!o.partition.empty()) head << "#SBATCH --partition=" << o.partition << "\n";
   if (!o.time.empty()) head << "#SBATCH --time=" << o.time << "\n";
   head << "#SBATCH --chdir=" << o.workdir << "\n"
        << "#SBATCH --ntasks=1\n";
+  return head.str();
+}
 
+// The array job: task i runs shard i+1 of the grid with COMMAND (`stiefel experiment`).
+std::string array_script(const Grid& g, const SlurmOptions& o, const SlurmPlan& p, const std::string& head,
+                         const std::vector<std::string>& command) {
+  const std::size_t n = g.runs.size();
   std::ostringstream a;
-  a << head.str() << "#SBATCH --job-name=stiefel-" << g.experiment.name << "\n"
+  a << head << "#SBATCH --job-name=stiefel-" << g.experiment.name << "\n"
     << "#SBATCH --output=" << escape_percent(p.log_folder.string()) << "/%A_%a.out\n"
     << "#SBATCH --cpus-per-task=" << o.jobs << "\n";
   const int gpus = g.request.device == "cuda" ? (o.gpus_per_task < 0 ? 1 : o.gpus_per_task) : 0;
@@ -201,19 +198,48 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
     << (p.task_count == n ? " (run i of the grid)" : "") << ".\n"
     << "# Each task skips finished runs and resumes interrupted ones, as `stiefel experiment` does locally.\n"
     << "set -euo pipefail\n"
-    << "exec " << join_quoted(task) << " --shard \"$((SLURM_ARRAY_TASK_ID + 1))/" << p.task_count << "\"\n";
-  p.array_script = a.str();
+    << "exec " << join_quoted(command) << " --shard \"$((SLURM_ARRAY_TASK_ID + 1))/" << p.task_count << "\"\n";
+  return a.str();
+}
 
+// The report job: COMMAND (`stiefel report` on the results folder) once the array has ended.
+std::string report_script(const Grid& g, const SlurmPlan& p, const std::string& head,
+                          const std::vector<std::string>& command) {
   std::ostringstream r;
-  r << head.str() << "#SBATCH --job-name=stiefel-" << g.experiment.name << "-report\n"
+  r << head << "#SBATCH --job-name=stiefel-" << g.experiment.name << "-report\n"
     << "#SBATCH --output=" << escape_percent(p.log_folder.string()) << "/report-%j.out\n"
     << "#SBATCH --cpus-per-task=1\n"
     << "# The tables, figures and ledger of the grid, once the array has ended (afterany).\n"
     << "set -euo pipefail\n"
-    << "exec " << join_quoted({p.binary.string(), "report", out.string(), "--out", (out / "report").string(),
-                              "--definitions", defs})
-    << "\n";
-  p.report_script = r.str();
+    << "exec " << join_quoted(command) << "\n";
+  return r.str();
+}
+
+}  // namespace
+
+SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::size_t, std::string>& queued) {
+  check_slurm_options(g, o);
+  check_pinned(g);
+  SlurmPlan p;
+  p.submission = read_submissions(g).size() + 1;
+  plan_tasks(p, g, o, queued);
+  const fs::path out = fs::absolute(g.out);
+  const fs::path slurm = out / "slurm";
+  const std::string s = std::to_string(p.submission);
+  p.array_path = slurm / ("array-" + s + ".sbatch");
+  p.report_path = slurm / ("report-" + s + ".sbatch");
+  p.log_folder = slurm / "logs";
+  p.binary = slurm / "bin" / ("stiefel-" + io::sha256_file(o.executable).substr(0, 16));
+  const std::string defs = fs::absolute(g.request.definitions).string();
+  std::vector<std::string> task = {p.binary.string(), "experiment", fs::absolute(g.source).string(),
+                                   "--profile", g.experiment.profile, "--out", out.string(),
+                                   "--device", g.request.device, "--definitions", defs,
+                                   "--jobs", std::to_string(o.jobs)};
+  if (!g.request.data.empty()) task.insert(task.end(), {"--data", g.request.data});
+  const std::string head = script_head(g, o, p);
+  p.array_script = array_script(g, o, p, head, task);
+  p.report_script = report_script(
+      g, p, head, {p.binary.string(), "report", out.string(), "--out", (out / "report").string(), "--definitions", defs});
   return p;
 }
 
