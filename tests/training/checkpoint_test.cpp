@@ -167,6 +167,22 @@ TEST(Checkpoint, DamagedBytesAreRefusedNeverCrash) {
   EXPECT_GT(refused, 0);
 }
 
+// LibTorch trusts data.pkl's storage references: a key naming another tensor's record gives a
+// tensor whose memory is not its own (the fuzzer found it freeing a pointer never allocated).
+// Each key must be used once and match its record's size.
+TEST(Checkpoint, RefusesAStorageKeyOfAnotherRecord) {
+  TrainState a;
+  a.steps(1);
+  std::string bytes = checkpoint::serialise(a.state(), 1, 1, kOptions);
+  const std::string first_key("X\x01\x00\x00\x00" "0", 6);  // BINUNICODE "0": the first storage's key
+  const std::size_t at = bytes.find(first_key);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 5] = '1';  // now storage 1 is referenced twice
+  const std::string msg = restore_into_fresh(bytes);
+  EXPECT_NE(msg.find("ckpt.pt"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("storage 1"), std::string::npos) << msg;
+}
+
 // LibTorch's reader allocates a record at the size the ZIP directory declares: a damaged size field
 // is refused before it is read (not a 2 GB allocation for a 60 kB file).
 TEST(Checkpoint, RefusesARecordLargerThanTheFile) {

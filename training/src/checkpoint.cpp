@@ -7,6 +7,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <stdexcept>
@@ -77,47 +78,109 @@ std::uint64_t le(const std::string& b, std::size_t at, int width) {
   return v;
 }
 
+// A tensor's storage as data.pkl names it: persistent id ("storage", torch.<Type>Storage, key,
+// location, numel), its bytes in the record data/<key>.
+struct StorageRef {
+  std::string type;
+  std::uint64_t bytes = 0;
+};
+
+// The bytes of one element of a storage type LibTorch writes; 0 for any other name.
+std::uint64_t storage_element_size(const std::string& global) {
+  static const std::map<std::string, std::uint64_t> sizes = {
+      {"torch\nFloatStorage", 4},   {"torch\nDoubleStorage", 8},       {"torch\nHalfStorage", 2},
+      {"torch\nBFloat16Storage", 2}, {"torch\nLongStorage", 8},        {"torch\nIntStorage", 4},
+      {"torch\nShortStorage", 2},   {"torch\nCharStorage", 1},         {"torch\nByteStorage", 1},
+      {"torch\nBoolStorage", 1},    {"torch\nComplexFloatStorage", 8}, {"torch\nComplexDoubleStorage", 16}};
+  const auto it = sizes.find(global);
+  return it == sizes.end() ? 0 : it->second;
+}
+
 // LibTorch's unpickler reserves the length a string or bytes opcode declares before it reads it: a
 // damaged length field makes it allocate up to 4 GiB (or 2^64 bytes) for a 60 kB file. Every
 // length-prefixed opcode of a pickle record must fit the bytes that follow it; an opcode outside
 // pickle's protocols 0–2 (LibTorch writes protocol 2) is refused.
-void check_pickle_lengths(const std::string& b, std::size_t begin, std::size_t end, const std::string& record,
-                          const std::function<void(const std::string&)>& bad) {
+// LibTorch also trusts each storage reference: a key naming another tensor's record, or a count
+// that does not match the record's size, gives a tensor whose memory is not its own (freed later
+// as a pointer never allocated). Every persistent id must be a storage tuple of literal fields,
+// each key used once; the caller matches the keys with the archive's records.
+void check_pickle(const std::string& b, std::size_t begin, std::size_t end, const std::string& record,
+                  const std::function<void(const std::string&)>& bad, std::map<std::string, StorageRef>& storages) {
   // Opcodes by what follows them: nothing; a fixed field of 1, 2, 4 or 8 bytes; a length of 1, 4
   // or 8 bytes and that many bytes; one or two newline-terminated lines.
   static const std::string none = "(0123N}])aebdltsuRQo\x81\x85\x86\x87\x88\x89";
   static const std::string fixed1 = "Kqh\x80\x82", fixed2 = "M\x83", fixed4 = "Jrj\x84", fixed8 = "G\x95";
   static const std::string counted1 = "CU\x8a\x8c", counted4 = "XTB\x8b", counted8 = "\x8d\x8e";
   static const std::string line1 = "ILFSVP", line2 = "ci";
+  static const std::string pops_mark = "tlde\x90u";  // TUPLE, LIST, DICT, APPENDS, ADDITEMS, SETITEMS
   const auto in = [](const std::string& set, char op) { return set.find(op) != std::string::npos; };
+  // The literal fields since the innermost MARK ("?" for anything else), the memo's literals, and
+  // the fields of the tuple the last TUPLE closed.
+  struct Frame {
+    std::vector<std::string> fields;
+  };
+  std::vector<Frame> marks;
+  std::map<std::uint64_t, std::string> memo;
+  std::optional<std::string> literal;  // what the last opcode pushed, when a literal
+  std::optional<std::vector<std::string>> closed;
   std::size_t at = begin;
   std::uint64_t puts = 0;  // the unpickler grows its memo to each PUT's id: ids must count up from 0
   while (at < end) {
     const char op = b[at++];
     if (op == '.') return;  // STOP
-    if (in(none, op)) continue;
+    std::optional<std::string> pushed;
+    if (op == 'Q') {  // BINPERSID: the tuple just closed, ("storage", type, key, location, numel)
+      const std::uint64_t element = closed && closed->size() == 5 ? storage_element_size((*closed)[1]) : 0;
+      if (!closed || closed->size() != 5 || (*closed)[0] != "s:storage" || element == 0 ||
+          (*closed)[2].rfind("s:", 0) != 0 || (*closed)[3].rfind("s:", 0) != 0 || (*closed)[4].rfind("i:", 0) != 0)
+        bad(record + ": a persistent id that is not a storage reference LibTorch writes");
+      const std::string key = (*closed)[2].substr(2);
+      const std::uint64_t numel = std::stoull((*closed)[4].substr(2));
+      if (!storages.emplace(key, StorageRef{(*closed)[1], numel * element}).second)
+        bad(record + ": storage " + key + " is referenced twice");
+    }
+    closed.reset();
+    if (op == '(') marks.emplace_back();
+    if (in(pops_mark, op)) {
+      if (marks.empty()) bad(record + ": a pickle that closes a MARK it never opened");
+      if (op == 't') closed = marks.back().fields;
+      marks.pop_back();
+    }
     if (in(line1, op) || in(line2, op)) {
+      std::string text;
       for (int line = in(line2, op) ? 2 : 1; line > 0; --line) {
         const std::size_t nl = b.find('\n', at);
         if (nl == std::string::npos || nl >= end) bad(record + ": a truncated pickle");
+        text += (text.empty() ? "" : "\n") + b.substr(at, nl - at);
         at = nl + 1;
       }
-      continue;
+      if (op == 'c') pushed = text;  // GLOBAL module\nname
+    } else if (!in(none, op)) {
+      const std::size_t head = in(fixed1, op) || in(counted1, op) ? 1 : in(fixed2, op) ? 2
+                               : in(fixed4, op) || in(counted4, op) ? 4 : in(fixed8, op) || in(counted8, op) ? 8 : 0;
+      if (head == 0) {
+        static const char* hex = "0123456789abcdef";
+        bad(record + ": pickle opcode 0x" + std::string{hex[std::uint8_t(op) >> 4], hex[std::uint8_t(op) & 15]} +
+            " is not one LibTorch reads");
+      }
+      if (head > end - at) bad(record + ": a truncated pickle");
+      const std::uint64_t field = le(b, at, int(head));
+      if ((op == 'q' || op == 'r') && field != puts++) bad(record + ": a pickle memo id out of sequence");
+      const bool counted = in(counted1, op) || in(counted4, op) || in(counted8, op);
+      const std::uint64_t length = counted ? field : 0;
+      at += head;
+      if (length > end - at) bad(record + ": a pickle field longer than its record");
+      if (op == 'X') pushed = "s:" + b.substr(at, std::size_t(length));             // BINUNICODE
+      if (op == 'K' || op == 'M') pushed = "i:" + std::to_string(field);            // BININT1, BININT2
+      if (op == 'J' && field < 0x80000000u) pushed = "i:" + std::to_string(field);  // BININT, non-negative
+      if ((op == 'h' || op == 'j') && memo.count(field)) pushed = memo[field];      // BINGET, LONG_BINGET
+      if ((op == 'q' || op == 'r') && literal) memo[field] = *literal;              // BINPUT, LONG_BINPUT
+      at += std::size_t(length);
     }
-    const std::size_t head = in(fixed1, op) || in(counted1, op) ? 1 : in(fixed2, op) ? 2
-                             : in(fixed4, op) || in(counted4, op) ? 4 : in(fixed8, op) || in(counted8, op) ? 8 : 0;
-    if (head == 0) {
-      static const char* hex = "0123456789abcdef";
-      bad(record + ": pickle opcode 0x" + std::string{hex[std::uint8_t(op) >> 4], hex[std::uint8_t(op) & 15]} +
-          " is not one LibTorch reads");
-    }
-    if (head > end - at) bad(record + ": a truncated pickle");
-    if ((op == 'q' || op == 'r') && le(b, at, int(head)) != puts++) bad(record + ": a pickle memo id out of sequence");
-    const bool counted = in(counted1, op) || in(counted4, op) || in(counted8, op);
-    const std::uint64_t length = counted ? le(b, at, int(head)) : 0;
-    at += head;
-    if (length > end - at) bad(record + ": a pickle field longer than its record");
-    at += std::size_t(length);
+    // A PUT leaves the stack as it is; anything else pushes a literal or something else ("?").
+    if (op == 'q' || op == 'r') continue;
+    literal = pushed;
+    if (!marks.empty() && op != '(') marks.back().fields.push_back(pushed.value_or("?"));
   }
   bad(record + ": a pickle without its STOP");
 }
@@ -191,6 +254,8 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
   } else if (entries == 0xFFFF || dir_offset == 0xFFFFFFFF) {
     bad("a ZIP64 archive without its locator");
   }
+  std::map<std::string, std::uint64_t> record_sizes;
+  std::map<std::string, std::map<std::string, StorageRef>> storages;  // by data.pkl's folder
   std::uint64_t at = dir_offset;
   for (std::uint64_t k = 0; k < entries; ++k) {
     if (!inside(at, 46) || le(b, std::size_t(at), 4) != 0x02014b50) bad("a damaged ZIP central directory");
@@ -216,6 +281,7 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
     if (!inside(offset, compressed) || (method == 0 ? size != compressed : size > 1032 * compressed + 1024))
       bad("a record that does not fit the file");
     std::string record = b.substr(e + 46, std::size_t(name_len));
+    record_sizes[record] = size;
     std::string lower = record;
     for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));  // miniz finds names case-blind
     const auto ends = [&](const char* suffix) {
@@ -228,11 +294,25 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
       const std::uint64_t data = offset + 30 + le(b, std::size_t(offset) + 26, 2) + le(b, std::size_t(offset) + 28, 2);
       if (!inside(data, compressed)) bad(record + ": a record that does not fit the file");
       if (pickle && method != 0) bad(record + ": a pickle record that is not stored in place");
-      if (pickle) check_pickle_lengths(b, std::size_t(data), std::size_t(data + size), record, bad);
+      if (pickle) {
+        std::map<std::string, StorageRef> refs;
+        check_pickle(b, std::size_t(data), std::size_t(data + size), record, bad, refs);
+        const bool data_pkl = record.size() >= 8 && record.compare(record.size() - 8, 8, "data.pkl") == 0;
+        if (!refs.empty() && !data_pkl) bad(record + ": storage references outside a data.pkl record");
+        if (data_pkl) storages[record.substr(0, record.size() - 8)] = std::move(refs);
+      }
       if (code) check_code_record(record_bytes(b, std::size_t(data), compressed, size, method, record, bad), record, bad);
     }
     at += 46 + name_len + extra_len + comment_len;
   }
+  for (const auto& [folder, refs] : storages)
+    for (const auto& [key, ref] : refs) {
+      const auto it = record_sizes.find(folder + "data/" + key);
+      if (it == record_sizes.end()) bad(folder + "data.pkl: storage " + key + " has no record");
+      if (it->second != ref.bytes)
+        bad(folder + "data.pkl: storage " + key + " declares " + std::to_string(ref.bytes) + " bytes, its record holds " +
+            std::to_string(it->second));
+    }
 }
 
 using AdamHyper = std::tuple<std::tuple<double, double>, double, double, bool>;
