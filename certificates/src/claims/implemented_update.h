@@ -337,8 +337,55 @@ nlohmann::json figures_long_run() {
           {"rows", rows}};
 }
 
+// §3.2's block-orthogonal heads (the training core's arm b2-block): B2 on the H heads of W_Q side
+// by side, one frame in St(d, H·r), T steps of a gradient sequence. The heads stay mutually
+// orthogonal, W_hᵀW_k = 0 for h ≠ k, and each on St(d, r). The near miss retracts the same step
+// head by head (one polar factor per head, the per-head layout's retraction): each head stays on
+// St(d, r), the heads' subspaces do not stay orthogonal.
+enum class BlockMutant { kNone, kPerHeadRetraction };
+
+template <class S>
+CheckResult check_block_heads_orthogonal(const Case& c, BlockMutant mutant) {
+  Rng rng(c.seed);
+  const Index d = c.d, r = c.r, heads = c.heads;
+  Frames<S> w = {stack_heads<S>(random_block_orthogonal_frames<S>(rng, {d, r}, heads))};
+  const auto hyper = b2_hyper<S>(S(pow10(c.log10_lr)), eps_of<S>(c));
+  auto state = make_riemannian_adam_state<S>(w, hyper.moment);
+  const S scale = S(pow10(c.log10_scale));
+  for (int t = 0; t < c.steps; ++t) {
+    const Frames<S> g = {Matrix<S>(gaussian_matrix<S>(rng, d, heads * r) * scale)};
+    auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+    if (mutant == BlockMutant::kPerHeadRetraction) {
+      const Frames<S> at = split_heads<S>(w[0], heads), step = split_heads<S>(dir.eta[0], heads);
+      Frames<S> next;
+      for (Index h = 0; h < heads; ++h) next.push_back(polar_svd<S>(Matrix<S>(at[h] + step[h])));
+      w = {stack_heads<S>(next)};
+      state = std::move(dir.state);
+      state.m[0] = reproject(hyper.map, w[0], state.m[0]);
+    } else {
+      auto res = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
+      w = std::move(res.frames);
+      state = std::move(res.state);
+    }
+  }
+  // Every r×r block W_hᵀW_k − δ_hk I of WᵀW − I (h = k: the head's own isometry), over √r;
+  // factor d·H·r.
+  const Frames<S> split = split_heads<S>(w[0], heads);
+  CheckResult out;
+  for (Index h = 0; h < heads; ++h)
+    for (Index k = 0; k < heads; ++k) {
+      Matrix<S> block = split[h].transpose() * split[k];
+      if (h == k) block -= Matrix<S>::Identity(r, r);
+      CheckResult one = roundoff_result<S>(S(block.norm()), sqrt(S(r)), double(d * heads * r));
+      one.detail = {{"worst_pair", std::to_string(h) + "," + std::to_string(k)}};
+      keep_worst(out, one);
+    }
+  return out;
+}
+
 #define STIEFEL_IMPLEMENTED_UPDATE_CHECKS(X) \
-  X(frozen_fixes_frame, FrozenMutant) X(update_invariants, UpdateMutant) X(update_long_run, LongRunMutant)
+  X(frozen_fixes_frame, FrozenMutant) X(update_invariants, UpdateMutant) X(update_long_run, LongRunMutant) \
+  X(block_heads_orthogonal, BlockMutant)
 #define STIEFEL_IMPLEMENTED_UPDATE_FIGURES(F) F(long_run)
 STIEFEL_IMPLEMENTED_UPDATE_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_IMPLEMENTED_UPDATE_FIGURES(STIEFEL_EXTERN_FIGURES)
