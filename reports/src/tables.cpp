@@ -386,12 +386,17 @@ AnalysedExperiment load_experiment(const std::string& dir, const std::string& de
   const auto current = fs::path(definitions_dir) / (a.ex.name + ".json");
   if (!fs::exists(current)) return a;
   auto cur = resolve(load_definition(current.string()), meta["profile"], current.string());
-  // The same runs with the same settings, in any order (the order runs are scheduled in is not
-  // part of what they measured).
-  std::map<std::string, json> grid, stored;
+  // Every stored run, with the same settings, in the current grid (in any order: the order runs
+  // are scheduled in is not part of what they measured); the current grid may have grown, as a
+  // pinned grid may (runs it adds and that have not run yet are reported as missing).
+  std::map<std::string, json> grid;
   for (const auto& r : cur.runs) grid[r.id] = r.train;
-  for (const auto& r : meta["grid"]) stored[r.value("id", "")] = r.value("train", json());
-  if (grid == stored && grid.size() == meta["grid"].size()) {
+  bool extends = true;
+  for (const auto& r : meta["grid"]) {
+    const auto it = grid.find(r.value("id", ""));
+    extends = extends && it != grid.end() && it->second == r.value("train", json());
+  }
+  if (extends) {
     a.ex = std::move(cur);
     a.definition_used = "experiments/" + a.ex.name + ".json";
   }
