@@ -391,8 +391,12 @@ AnalysedExperiment load_experiment(const std::string& dir, const std::string& de
   // pinned grid may (runs it adds and that have not run yet are reported as missing).
   std::map<std::string, json> grid;
   for (const auto& r : cur.runs) grid[r.id] = r.train;
-  bool extends = true;
+  bool extends = meta["grid"].is_array() && !meta["grid"].empty();
   for (const auto& r : meta["grid"]) {
+    if (!r.is_object() || !r.contains("id")) {
+      extends = false;
+      break;
+    }
     const auto it = grid.find(r.value("id", ""));
     extends = extends && it != grid.end() && it->second == r.value("train", json());
   }

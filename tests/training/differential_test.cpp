@@ -138,6 +138,23 @@ TEST(FrameOptimizer, BlockLayoutKeepsTheHeadsMutuallyOrthogonal) {
       opt.step();
     }
     if (layout == FrameLayout::kBlock) {
+      // Its state ([1, d, H·r]) saves and loads, and the loaded optimiser takes the same next step.
+      torch::serialize::OutputArchive out;
+      opt.save(out);
+      std::stringstream buffer;
+      out.save_to(buffer);
+      torch::Tensor q = p.detach().clone().set_requires_grad(true);
+      FrameOptimizer loaded({q}, hyper, layout);
+      torch::serialize::InputArchive in;
+      in.load_from(buffer);
+      loaded.load(in);
+      const auto g = torch::randn_like(p);
+      for (auto [param, o] : {std::pair{&p, &opt}, std::pair{&q, &loaded}}) {
+        o->zero_grad();
+        (*param * g).sum().backward();
+        o->step();
+      }
+      EXPECT_TRUE(torch::equal(p, q));
       EXPECT_LT(isometry_error(to_frames(p.detach(), FrameLayout::kBlock)).max().item<double>(), 1e-13);
       EXPECT_LT(cross_heads(p.detach()), 1e-13);
     } else {

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -130,11 +131,15 @@ void check_pickle(const std::string& b, std::size_t begin, std::size_t end, cons
     if (op == '.') return;  // STOP
     std::optional<std::string> pushed;
     if (op == 'Q') {  // BINPERSID: the tuple just closed, ("storage", type, key, location, numel)
-      const std::uint64_t element = closed && closed->size() == 5 ? storage_element_size((*closed)[1]) : 0;
+      const std::uint64_t element =
+          closed && closed->size() == 5 && (*closed)[1].rfind("g:", 0) == 0 ? storage_element_size((*closed)[1].substr(2)) : 0;
       if (!closed || closed->size() != 5 || (*closed)[0] != "s:storage" || element == 0 ||
           (*closed)[2].rfind("s:", 0) != 0 || (*closed)[3].rfind("s:", 0) != 0 || (*closed)[4].rfind("i:", 0) != 0)
         bad(record + ": a persistent id that is not a storage reference LibTorch writes");
       const std::string key = (*closed)[2].substr(2);
+      // LibTorch writes a storage's key as its decimal index.
+      if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos)
+        bad(record + ": a storage key that is not a decimal index");
       const std::uint64_t numel = std::stoull((*closed)[4].substr(2));
       if (!storages.emplace(key, StorageRef{(*closed)[1], numel * element}).second)
         bad(record + ": storage " + key + " is referenced twice");
@@ -154,7 +159,7 @@ void check_pickle(const std::string& b, std::size_t begin, std::size_t end, cons
         text += (text.empty() ? "" : "\n") + b.substr(at, nl - at);
         at = nl + 1;
       }
-      if (op == 'c') pushed = text;  // GLOBAL module\nname
+      if (op == 'c') pushed = "g:" + text;  // GLOBAL module\nname
     } else if (!in(none, op)) {
       const std::size_t head = in(fixed1, op) || in(counted1, op) ? 1 : in(fixed2, op) ? 2
                                : in(fixed4, op) || in(counted4, op) ? 4 : in(fixed8, op) || in(counted8, op) ? 8 : 0;
@@ -281,9 +286,13 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
     if (!inside(offset, compressed) || (method == 0 ? size != compressed : size > 1032 * compressed + 1024))
       bad("a record that does not fit the file");
     std::string record = b.substr(e + 46, std::size_t(name_len));
-    record_sizes[record] = size;
+    // miniz finds a name case-blind, up to its first NUL: a name must be printable and unique
+    // after lower-casing, or a lookup could find another record than the one checked here.
+    if (std::any_of(record.begin(), record.end(), [](char ch) { return std::uint8_t(ch) < 0x20 || ch == 0x7f; }))
+      bad("a record name with a control character");
     std::string lower = record;
-    for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));  // miniz finds names case-blind
+    for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    if (!record_sizes.emplace(lower, size).second) bad("two records named " + record);
     const auto ends = [&](const char* suffix) {
       const std::size_t k = std::strlen(suffix);
       return lower.size() >= k && lower.compare(lower.size() - k, k, suffix) == 0;
@@ -307,7 +316,9 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
   }
   for (const auto& [folder, refs] : storages)
     for (const auto& [key, ref] : refs) {
-      const auto it = record_sizes.find(folder + "data/" + key);
+      std::string lower = folder + "data/" + key;
+      for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      const auto it = record_sizes.find(lower);
       if (it == record_sizes.end()) bad(folder + "data.pkl: storage " + key + " has no record");
       if (it->second != ref.bytes)
         bad(folder + "data.pkl: storage " + key + " declares " + std::to_string(ref.bytes) + " bytes, its record holds " +
