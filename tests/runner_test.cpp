@@ -132,6 +132,14 @@ TEST_F(Runner, TheStateOfEachRunFolder) {
   EXPECT_NE(out.str().find("log " + (grid.run_dir(2) / "log.txt").string() + ": stiefel train: data: no such file"),
             std::string::npos)
       << out.str();
+  // A record "failed" (an error inside an epoch) names its epoch and error, whatever the log says.
+  write(grid.run_dir(2) / "run.json",
+        json({{"status", "failed"}, {"config", {{"epochs", 40}}}, {"epochs", json::array({{{"epoch", 12}}})},
+              {"failure", {{"epoch", 13}, {"step", 500}, {"error", "linalg.eigh: failed to converge"}}}})
+            .dump());
+  s = run_status(grid.run_dir(2));
+  EXPECT_EQ(s.state, RunState::failed);
+  EXPECT_EQ(s.detail, "epoch 13: linalg.eigh: failed to converge");
 }
 
 TEST_F(Runner, PinningRefusesAnotherGridInTheSameFolder) {

@@ -159,6 +159,10 @@ RunStatus run_status(const fs::path& dir) {
         s.state = RunState::diverged;
         return s;
       }
+      if (status == "failed" && run.contains("failure") && run["failure"].is_object() &&
+          run["failure"].contains("error") && run["failure"]["error"].is_string())
+        s.detail = ("epoch " + run["failure"].value("epoch", nlohmann::json(0)).dump() + ": " +
+                    run["failure"]["error"].get<std::string>()).substr(0, 200);
       if (status == "completed") {
         s.state = RunState::completed;
         // The final checkpoint must be the one the record names (records before checksums have none).

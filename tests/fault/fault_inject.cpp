@@ -8,6 +8,10 @@
 //                                    does: the descriptor is gone, the error reports a lost write).
 //   STIEFEL_FAULT_KILL_AT_RENAME=K   the process SIGKILLs itself just before its K-th rename()
 //                                    (1-based), i.e. between rename K−1 and rename K.
+//   STIEFEL_FAULT_NO_CONVERGENCE=LIST LAPACK's dgesdd_ (LIST contains "gesdd") and dsyevd_ ("syevd")
+//                                    report no convergence (info = 1, outputs untouched) once
+//                                    STIEFEL_FAULT_NO_CONVERGENCE_SKIP computing calls of those
+//                                    named (together, default 0) have run; workspace queries run.
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
@@ -23,6 +27,15 @@ namespace {
 
 std::atomic<long> g_renames{0};
 std::atomic<long> g_matching_writes{0};
+std::atomic<long> g_lapack_calls{0};
+
+// Whether this computing call of ROUTINE is to report no convergence.
+bool no_convergence(const char* routine) {
+  const char* list = getenv("STIEFEL_FAULT_NO_CONVERGENCE");
+  if (!list || !strstr(list, routine)) return false;
+  const char* skip = getenv("STIEFEL_FAULT_NO_CONVERGENCE_SKIP");
+  return ++g_lapack_calls > (skip ? atol(skip) : 0);
+}
 
 // Whether FD's path contains the value of the variable VAR (set and not empty).
 bool fd_path_contains(int fd, const char* var) {
@@ -112,6 +125,33 @@ int rename(const char* from, const char* to) {
   if (const char* k = getenv("STIEFEL_FAULT_KILL_AT_RENAME"))
     if (++g_renames == atol(k)) kill(getpid(), SIGKILL);
   return real(from, to);
+}
+
+// LAPACK (Fortran calling convention; the trailing hidden lengths of the character arguments are
+// passed on as they came).
+void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
+             const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info,
+             size_t jobz_len) {
+  using Fn = void (*)(const char*, const int*, const int*, double*, const int*, double*, double*, const int*,
+                      double*, const int*, double*, const int*, int*, int*, size_t);
+  static auto real = next<Fn>("dgesdd_");
+  if (*lwork != -1 && no_convergence("gesdd")) {
+    *info = 1;
+    return;
+  }
+  real(jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, iwork, info, jobz_len);
+}
+
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w, double* work,
+             const int* lwork, int* iwork, const int* liwork, int* info, size_t jobz_len, size_t uplo_len) {
+  using Fn = void (*)(const char*, const char*, const int*, double*, const int*, double*, double*, const int*, int*,
+                      const int*, int*, size_t, size_t);
+  static auto real = next<Fn>("dsyevd_");
+  if (*lwork != -1 && *liwork != -1 && no_convergence("syevd")) {
+    *info = 1;
+    return;
+  }
+  real(jobz, uplo, n, a, lda, w, work, lwork, iwork, liwork, info, jobz_len, uplo_len);
 }
 
 }  // extern "C"

@@ -130,7 +130,46 @@ set -e
 [ "$rc" -eq 3 ] || fail "resuming a diverged run: exit $rc, expected 3"
 echo "a diverging run stops with status diverged (exit 3)"
 
-# 5. Outputs that are not regular files are refused and left as they were.
+# 5. LAPACK stops converging. The SVD of the polar retraction first: the Gram route takes over and
+#    the record counts its steps. Then the Gram route's eigendecomposition too, at epoch 3: the run
+#    fails with one line, its record says "failed" (epoch, step, error) and keeps epoch 2 and its
+#    checkpoint; a resume continues from there to the uninterrupted result and keeps the failure.
+dir="$work/svd-fails"
+STIEFEL_FAULT_NO_CONVERGENCE=gesdd LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir"
+python3 - "$dir/run.json" "$work/straight/run.json" <<'PY'
+import json, sys
+r, straight = (json.load(open(p)) for p in sys.argv[1:])
+assert r["status"] == "completed", r["status"]
+assert all(e.get("polar_gram_fallbacks", 0) > 0 for e in r["epochs"]), [e.get("polar_gram_fallbacks") for e in r["epochs"]]
+assert all(e["isometry_error_max"] < 1e-6 for e in r["epochs"])
+assert not any("polar_gram_fallbacks" in e for e in straight["epochs"])
+PY
+dir="$work/lapack-fails"
+set +e
+STIEFEL_FAULT_NO_CONVERGENCE=gesdd,syevd STIEFEL_FAULT_NO_CONVERGENCE_SKIP=40 LD_PRELOAD="$shim" \
+  "$stiefel" "${args[@]}" --out "$dir" 2> "$dir.err"; rc=$?
+set -e
+[ "$rc" -eq 1 ] || fail "a LAPACK failure: exit $rc, expected 1: $(cat "$dir.err")"
+grep -q "linalg.eigh: .*failed to converge" "$dir.err" && [ "$(wc -l < "$dir.err")" -eq 1 ] || fail "LAPACK failure message: $(cat "$dir.err")"
+python3 - "$dir/run.json" "$dir/checkpoint.pt" <<'PY'
+import hashlib, json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "failed", r["status"]
+f = r["failure"]
+assert f["epoch"] == 3 and f["step"] == 3 and "failed to converge" in f["error"], f
+assert [e["epoch"] for e in r["epochs"]] == [2], r["epochs"]
+assert hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest() == r["checkpoints"]["2"]
+PY
+"$stiefel" "${args[@]}" --out "$dir" --resume
+same_as_straight "$dir"
+python3 - "$dir/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert "failure" not in r and [f["epoch"] for f in r["earlier_failures"]] == [3] and r["resumed_at_epochs"] == [2], r
+PY
+echo "an SVD that does not converge takes the Gram route; a LAPACK failure is recorded as failed and resumes"
+
+# 6. Outputs that are not regular files are refused and left as they were.
 mkdir -p "$work/links"
 echo keep > "$work/links/target.txt"
 ln -s target.txt "$work/links/cert.json"
@@ -155,14 +194,14 @@ set -e
 [ -L "$work/linked-run/run.json" ] || fail "the run.json symlink was replaced"
 echo "symbolic links, FIFOs and folders are never replaced"
 
-# 6. A temporary left by a dead process is removed by the next write to the same file.
+# 7. A temporary left by a dead process is removed by the next write to the same file.
 dir="$work/stale"
 mkdir -p "$dir" && head -c 100000 /dev/zero > "$dir/run.json.tmp.999999999"
 "$stiefel" "${args[@]}" --out "$dir"
 [ ! -e "$dir/run.json.tmp.999999999" ] || fail "a stale temporary survived"
 echo "stale temporaries of dead processes are removed"
 
-# 7. One process at a time writes a run folder: a second one is refused while the first runs.
+# 8. One process at a time writes a run folder: a second one is refused while the first runs.
 dir="$work/locked"
 "$stiefel" train --task grok --arm b2 --seed 5 --epochs 400 --eval-every 2 --quiet --out "$dir" &
 first=$!

@@ -2,7 +2,10 @@
 // CPU, 60 steps of a varying gradient sequence, every rule; agreement to 1e-12 relative.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <stiefel/stiefel.h>
+#include <stiefel/training/compute.h>
 #include <stiefel/training/frame_optimizer.h>
 #include <stiefel/training/frame_rules.h>
 
@@ -162,6 +165,25 @@ TEST(FrameOptimizer, BlockLayoutKeepsTheHeadsMutuallyOrthogonal) {
       EXPECT_GT(cross_heads(p.detach()), 1e-2);                          // … but not mutually orthogonal
     }
   }
+}
+
+// A square frame one tiny step from orthogonal (all 128 singular values 1 to 1e-12): the matrix on
+// which LAPACK's divide-and-conquer SVD stopped arm b2-block at epoch 39 ("failed to converge",
+// with one OpenBLAS thread, as the trainer runs it). The retraction must still give its polar
+// factor: the Gram route takes over. The file holds the 128×128 float64 matrix, row-major.
+TEST(BatchedPolar, TakesTheGramRouteWhereTheSvdDoesNotConverge) {
+  configure_cpu_compute(1);
+  std::ifstream in(std::string(STIEFEL_TEST_DATA_DIR) + "/square-frame-unit-spectrum.f64", std::ios::binary);
+  auto m = torch::empty({1, 128, 128}, torch::kFloat64);
+  in.read(reinterpret_cast<char*>(m.data_ptr<double>()), std::streamsize(m.numel() * sizeof(double)));
+  ASSERT_TRUE(in.good()) << "the 128×128 fixture could not be read";
+  ASSERT_LT(isometry_error(m).item<double>(), 1e-11);
+  bool fell_back = false;
+  const auto q = batched_polar(m, Retraction::kPolarSvd, &fell_back);
+  RecordProperty("svd_failed_here", fell_back ? "yes" : "no");
+  EXPECT_LT(isometry_error(q).item<double>(), 1e-13);
+  EXPECT_LT(max_abs(q - m), 1e-11);  // M is orthogonal to 3e-12: its polar factor is M itself, nearly
+  EXPECT_LT(max_abs(q - batched_polar(m, Retraction::kPolarGram)), 1e-14);
 }
 
 // A stored state tensor replaces the frame's state whatever its shape: load refuses one that does

@@ -23,7 +23,7 @@ torch::Tensor FrameOptimizer::step(LossClosure closure) {
     torch::AutoGradMode enable(true);
     loss = closure();
   }
-  std::vector<torch::Tensor> tn, sn, cp, gf;
+  std::vector<torch::Tensor> tn, sn, cp, gf, pf;
   for (auto& group : param_groups_) {
     const auto& options = static_cast<FrameOptimizerOptions&>(group.options());
     const FrameHyper& h = options.hyper_;
@@ -45,9 +45,10 @@ torch::Tensor FrameOptimizer::step(LossClosure closure) {
       sn.push_back(r.step_norm);
       cp.push_back(r.capped);
       gf.push_back(r.gauge_fraction);
+      pf.push_back(r.polar_fallback);
     }
   }
-  if (!tn.empty()) report_ = {torch::cat(tn), torch::cat(sn), torch::cat(cp), torch::cat(gf)};
+  if (!tn.empty()) report_ = {torch::cat(tn), torch::cat(sn), torch::cat(cp), torch::cat(gf), torch::cat(pf)};
   return loss;
 }
 

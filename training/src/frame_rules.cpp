@@ -27,13 +27,20 @@ torch::Tensor batched_project_tangent(const torch::Tensor& w, const torch::Tenso
   return g - w.bmm(sym(bt(w).bmm(g)));
 }
 
-torch::Tensor batched_polar(const torch::Tensor& m, Retraction route) {
-  if (route == Retraction::kPolarGram) {
+torch::Tensor batched_polar(const torch::Tensor& m, Retraction route, bool* fell_back) {
+  if (fell_back) *fell_back = false;
+  const auto gram = [&m] {
     const auto [lambda, v] = torch::linalg_eigh(bt(m).bmm(m));
     return m.bmm(v.bmm(torch::diag_embed(lambda.rsqrt())).bmm(bt(v)));
+  };
+  if (route == Retraction::kPolarGram) return gram();
+  try {
+    const auto [u, s, vh] = torch::linalg_svd(m, /*full_matrices=*/false);
+    return u.bmm(vh);
+  } catch (const c10::Error&) {  // no convergence (LAPACK info > 0); anything else fails again below
+    if (fell_back) *fell_back = true;
+    return gram();
   }
-  const auto [u, s, vh] = torch::linalg_svd(m, /*full_matrices=*/false);
-  return u.bmm(vh);
 }
 
 torch::Tensor to_frames(const torch::Tensor& param, FrameLayout layout) {
@@ -124,7 +131,9 @@ FrameReport frame_step(torch::Tensor& w, const torch::Tensor& g, FrameState& st,
       rep.capped = torch::zeros_like(rep.tangent_norm, torch::kBool);
     }
   }
-  const auto next = batched_polar(w + eta, h.retraction);
+  bool fell_back = false;
+  const auto next = batched_polar(w + eta, h.retraction, &fell_back);
+  rep.polar_fallback = torch::full_like(rep.tangent_norm, fell_back ? 1.0 : 0.0);
   rep.step_norm = frob(next - w);
   if (h.adaptive) st.m = reproject(h.map, next, st.m);
   w = next;

@@ -458,7 +458,7 @@ Optimisers build_optimisers(const TrainConfig& c, const Arm& arm, Classifier& mo
 
 // What one epoch's steps accumulate for the record.
 struct EpochSums {
-  double loss = 0, tangent = 0, step = 0, gauge = 0, capped = 0, frames_seen = 0;
+  double loss = 0, tangent = 0, step = 0, gauge = 0, capped = 0, frames_seen = 0, polar_fallbacks = 0;
   std::int64_t correct = 0;
 };
 
@@ -486,6 +486,7 @@ class Run {
 // [frames, d, r] in float64.
   torch::Tensor stacked_frames(bool grad) const;
   nlohmann::json diverged(const std::string& what, std::int64_t epoch);
+  void record_failure(std::int64_t epoch, const std::string& error) noexcept;
   void lap(const char* stage);
   void print_progress(std::int64_t epoch) const;
 
@@ -609,6 +610,10 @@ void Run::resume() {
     }
   }
   if (start_epoch_ > 0) run_["resumed_at_epochs"].push_back(start_epoch_);
+  if (run_.contains("failure")) {  // a failed run continues; its failure stays on the record
+    run_["earlier_failures"].push_back(run_["failure"]);
+    run_.erase("failure");
+  }
   global_step_ = start_epoch_ * steps_per_epoch_;
 }
 
@@ -733,6 +738,7 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
     if (opt_.frames) {
       opt_.frames->step();
       sums.capped += opt_.frames->last_report().capped.to(torch::kFloat64).sum().item<double>();
+      sums.polar_fallbacks += opt_.frames->last_report().polar_fallback.sum().item<double>();
     }
     lap("frames");
     {
@@ -776,6 +782,9 @@ nlohmann::json Run::evaluate_epoch(std::int64_t epoch, const EpochSums& sums) {
   metrics["step_per_gradient"] = sums.tangent > 0 ? sums.step / sums.tangent : 0.0;
   metrics["cap_active_fraction"] = sums.capped / frame_steps;
   metrics["gauge_fraction"] = sums.gauge / frame_steps;
+  // Frame steps whose polar factor came from the Gram route after the SVD failed (batched_polar);
+  // recorded only where there were any, so that every other record stays as before.
+  if (sums.polar_fallbacks > 0) metrics["polar_gram_fallbacks"] = std::int64_t(sums.polar_fallbacks);
   const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start_).count();
   metrics["seconds"] = window / double(window_epochs_);  // wall seconds per epoch since the last record
   window_start_ = std::chrono::steady_clock::now();
@@ -825,15 +834,38 @@ void Run::commit_epoch(std::int64_t epoch, const nlohmann::json& metrics) {
 // 200 of each.
 nlohmann::json Run::run_epochs() {
   run_start_ = window_start_ = std::chrono::steady_clock::now();
-  for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
-    ++window_epochs_;
-    EpochSums sums;
-    if (auto stopped = train_epoch(epoch, sums)) return *stopped;
-    const bool evaluated = (epoch + 1) % c_.eval_every == 0 || epoch + 1 == c_.epochs;
-    if (!evaluated && grok_) continue;
-    commit_epoch(epoch, evaluate_epoch(epoch, sums));
+  std::int64_t epoch = start_epoch_;
+  try {
+    for (; epoch < c_.epochs; ++epoch) {
+      ++window_epochs_;
+      EpochSums sums;
+      if (auto stopped = train_epoch(epoch, sums)) return *stopped;
+      const bool evaluated = (epoch + 1) % c_.eval_every == 0 || epoch + 1 == c_.epochs;
+      if (!evaluated && grok_) continue;
+      commit_epoch(epoch, evaluate_epoch(epoch, sums));
+    }
+  } catch (const c10::Error& e) {  // LibTorch's message without its backtrace, one line
+    const std::string msg = e.what_without_backtrace();
+    record_failure(epoch, msg.substr(0, msg.find('\n')));
+    throw;
+  } catch (const std::exception& e) {
+    record_failure(epoch, e.what());
+    throw;
   }
   return run_;
+}
+
+// An error inside an epoch is not a result: the record says "failed", with the epoch, the step and
+// the error, and keeps the epochs before it; the last checkpoint stays, and a rerun with --resume
+// continues from it. Nothing is recorded where the record itself cannot be written (a full disk).
+void Run::record_failure(std::int64_t epoch, const std::string& error) noexcept {
+  try {
+    run_["status"] = "failed";
+    run_["failure"] = {{"epoch", epoch + 1}, {"step", global_step_ + 1}, {"error", error}};
+    run_["stage_seconds"] = stage_seconds_;
+    io::write_file_atomically(run_path_, run_.dump(2) + "\n");
+  } catch (...) {
+  }
 }
 
 }  // namespace

@@ -28,13 +28,19 @@ struct FrameState {
   std::int64_t step = 0;
 };
 
-// Per frame, after one step: ‖ξ‖_F, ‖W_new − W‖_F, whether the cap acted, ‖W skew(WᵀG)‖/‖Π_W G‖.
+// Per frame, after one step: ‖ξ‖_F, ‖W_new − W‖_F, whether the cap acted, ‖W skew(WᵀG)‖/‖Π_W G‖,
+// and whether the polar factor came from the Gram route because the SVD failed (see batched_polar).
 struct FrameReport {
-  torch::Tensor tangent_norm, step_norm, capped, gauge_fraction;
+  torch::Tensor tangent_norm, step_norm, capped, gauge_fraction, polar_fallback;
 };
 
 torch::Tensor batched_project_tangent(const torch::Tensor& w, const torch::Tensor& g);
-torch::Tensor batched_polar(const torch::Tensor& m, Retraction route);
+// The polar factor M(MᵀM)^(-1/2) of every frame of M, by the SVD (UVᵀ) or the Gram route (an
+// eigendecomposition of MᵀM). LAPACK's divide-and-conquer SVD can fail to converge where many
+// singular values coincide (a square frame one tiny step from orthogonal: all of them are 1); the
+// SVD route then takes the Gram route for that batch and sets *fell_back. A retraction's
+// M = W + η with η tangent has MᵀM = I + ηᵀη ⪰ I, so the Gram route is well conditioned there.
+torch::Tensor batched_polar(const torch::Tensor& m, Retraction route, bool* fell_back = nullptr);
 // How a W_Q or W_K parameter ([H, d, r], or one frame [d, r]) is cut into frames: one per head
 // ([H, d, r]), or the H heads side by side as one frame in St(d, H·r) ([1, d, H·r]; head h is
 // columns h·r … (h+1)·r − 1).
