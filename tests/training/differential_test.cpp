@@ -85,6 +85,40 @@ TEST(Differential, EveryRuleAgreesWithTheEigenReference) {
   }
 }
 
+// The frame formulas the trainer records and trains with, against core/: the tangent gradient norm
+// and the gauge component (run.json's "tangent_grad_norm" and "gauge_fraction"), and the soft
+// baseline's penalty with its gradient (autograd against core's closed form ∇P = 4λW(WᵀW − I)).
+// Frames on St(d, r) and off it (the soft arm's frames are not orthonormal).
+TEST(Differential, FrameFormulasAgreeWithTheEigenReference) {
+  Rng rng(7);
+  const Index heads = 4, d = 12, r = 5;
+  for (const bool on_manifold : {true, false}) {
+    SCOPED_TRACE(on_manifold ? "frames on St(d, r)" : "frames off it");
+    Frames<double> w, g;
+    for (Index k = 0; k < heads; ++k) {
+      w.push_back(on_manifold ? random_stiefel<double>(rng, d, r) : gaussian_matrix<double>(rng, d, r));
+      g.push_back(gaussian_matrix<double>(rng, d, r) * 3.0);
+    }
+    const auto wt = to_torch(w), gt = to_torch(g);
+    const auto norms = tangent_gradient_norm(wt, gt);
+    const auto gauge = batched_gauge_component(wt, gt);
+    double penalty = 0;
+    Frames<double> gauge_ref, penalty_grad;
+    for (Index k = 0; k < heads; ++k) {
+      EXPECT_NEAR(norms[k].item<double>(), project_tangent<double>(w[k], g[k]).norm(), 1e-12 * norms[k].item<double>());
+      gauge_ref.push_back(gauge_component<double>(w[k], g[k]));
+      penalty += soft_orthogonality_penalty<double>(w[k], 0.1);
+      penalty_grad.push_back(soft_orthogonality_gradient<double>(w[k], 0.1));
+    }
+    EXPECT_LE(max_abs(gauge - to_torch(gauge_ref)), 1e-12 * max_abs(gauge));
+    const auto leaf = wt.clone().set_requires_grad(true);
+    const auto p = soft_penalty(leaf, 0.1);
+    p.backward();
+    EXPECT_NEAR(p.item<double>(), penalty, 1e-12 * std::max(1.0, penalty));
+    EXPECT_LE(max_abs(leaf.grad() - to_torch(penalty_grad)), 1e-12 * std::max(1.0, max_abs(leaf.grad())));
+  }
+}
+
 TEST(FrameOptimizer, KeepsFramesOrthonormalAndRoundTripsItsState) {
   torch::manual_seed(1);
   auto q = std::get<0>(torch::linalg_qr(torch::randn({2, 10, 3}, torch::kFloat64)));

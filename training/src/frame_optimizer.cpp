@@ -41,7 +41,7 @@ torch::Tensor FrameOptimizer::step(LossClosure closure) {
       const auto g = to_frames(p.grad().to(torch::kFloat64), options.layout_);
       FrameReport r = frame_step(st.master, g, st.frame, h);
       p.copy_(from_frames(st.master, p, options.layout_).to(p.dtype()));
-      tn.push_back(r.tangent_norm);
+      tn.push_back(r.direction_norm);
       sn.push_back(r.step_norm);
       cp.push_back(r.capped);
       gf.push_back(r.gauge_fraction);

@@ -27,6 +27,20 @@ torch::Tensor batched_project_tangent(const torch::Tensor& w, const torch::Tenso
   return g - w.bmm(sym(bt(w).bmm(g)));
 }
 
+torch::Tensor tangent_gradient_norm(const torch::Tensor& w, const torch::Tensor& g) {
+  return batched_project_tangent(w, g).pow(2).sum({-2, -1}).sqrt();
+}
+
+torch::Tensor batched_gauge_component(const torch::Tensor& w, const torch::Tensor& g) {
+  const auto a = bt(w).bmm(g);
+  return w.bmm((a - bt(a)) / 2);
+}
+
+torch::Tensor soft_penalty(const torch::Tensor& w, double lambda) {
+  const auto eye = torch::eye(w.size(-1), w.options());
+  return lambda * (w.transpose(-2, -1).matmul(w) - eye).pow(2).sum();
+}
+
 torch::Tensor batched_polar(const torch::Tensor& m, Retraction route, bool* fell_back) {
   if (fell_back) *fell_back = false;
   const auto gram = [&m] {
@@ -95,13 +109,12 @@ FrameState make_frame_state(const torch::Tensor& w, const FrameHyper& hyper) {
 FrameReport frame_step(torch::Tensor& w, const torch::Tensor& g, FrameState& st, const FrameHyper& h) {
   FrameReport rep;
   const auto xi = apply_map(h.map, w, g);
-  rep.tangent_norm = frob(xi);
-  const auto pg = batched_project_tangent(w, g);
-  rep.gauge_fraction = frob(w.bmm((bt(w).bmm(g) - bt(g).bmm(w)) / 2)) / frob(pg).clamp_min(1e-300);
+  rep.direction_norm = frob(xi);
+  rep.gauge_fraction = frob(batched_gauge_component(w, g)) / tangent_gradient_norm(w, g).clamp_min(1e-300);
   torch::Tensor eta;
   if (!h.adaptive) {
     eta = -h.lr * xi;
-    rep.capped = torch::zeros_like(rep.tangent_norm, torch::kBool);
+    rep.capped = torch::zeros_like(rep.direction_norm, torch::kBool);
   } else {
     st.step += 1;
     const double bias1 = 1 - std::pow(h.beta1, double(st.step));
@@ -128,12 +141,12 @@ FrameReport frame_step(torch::Tensor& w, const torch::Tensor& g, FrameState& st,
       const auto factor = torch::where(rep.capped, cap / norm.clamp_min(1e-300), torch::ones_like(norm));
       eta = eta * factor.view({-1, 1, 1});
     } else {
-      rep.capped = torch::zeros_like(rep.tangent_norm, torch::kBool);
+      rep.capped = torch::zeros_like(rep.direction_norm, torch::kBool);
     }
   }
   bool fell_back = false;
   const auto next = batched_polar(w + eta, h.retraction, &fell_back);
-  rep.polar_fallback = torch::full_like(rep.tangent_norm, fell_back ? 1.0 : 0.0);
+  rep.polar_fallback = torch::full_like(rep.direction_norm, fell_back ? 1.0 : 0.0);
   rep.step_norm = frob(next - w);
   if (h.adaptive) st.m = reproject(h.map, next, st.m);
   w = next;

@@ -710,10 +710,7 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
     const auto logits = model_->forward(xb);
     auto loss = torch::cross_entropy_loss(logits, yb);
     if (arm_.soft_penalty)
-      for (auto& w : fparams_) {
-        const auto eye = torch::eye(w.size(-1), w.options());
-        loss = loss + c_.soft_lambda * (w.transpose(-2, -1).matmul(w) - eye).pow(2).sum();
-      }
+      for (auto& w : fparams_) loss = loss + soft_penalty(w, c_.soft_lambda);
     const double loss_value = loss.item<double>();
     if (!std::isfinite(loss_value)) return diverged("loss", epoch);
     lap("forward");
@@ -724,10 +721,9 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
     {
       torch::NoGradGuard guard;
       const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
-      const auto pg_norm = batched_project_tangent(w64, g64).pow(2).sum({-2, -1}).sqrt();
+      const auto pg_norm = tangent_gradient_norm(w64, g64);
       sums.tangent += pg_norm.sum().item<double>();
-      const auto a = w64.transpose(1, 2).bmm(g64);
-      const auto gauge = w64.bmm((a - a.transpose(1, 2)) / 2).pow(2).sum({-2, -1}).sqrt();
+      const auto gauge = batched_gauge_component(w64, g64).pow(2).sum({-2, -1}).sqrt();
       sums.gauge += (gauge / pg_norm.clamp_min(1e-300)).sum().item<double>();
       sums.frames_seen += double(w64.size(0));
       before = w64;

@@ -28,13 +28,26 @@ struct FrameState {
   std::int64_t step = 0;
 };
 
-// Per frame, after one step: ‖ξ‖_F, ‖W_new − W‖_F, whether the cap acted, ‖W skew(WᵀG)‖/‖Π_W G‖,
-// and whether the polar factor came from the Gram route because the SVD failed (see batched_polar).
+// Per frame, after one step: ‖ξ‖_F of the rule's direction (its tangent map of G: Π_W G, the
+// horizontal part, or the canonical gradient; the run record's "tangent_grad_norm" is ‖Π_W G‖_F for
+// every arm, see tangent_gradient_norm), ‖W_new − W‖_F, whether the cap acted, the gauge fraction
+// ‖W skew(WᵀG)‖/‖Π_W G‖, and whether the polar factor came from the Gram route (batched_polar).
 struct FrameReport {
-  torch::Tensor tangent_norm, step_norm, capped, gauge_fraction, polar_fallback;
+  torch::Tensor direction_norm, step_norm, capped, gauge_fraction, polar_fallback;
 };
 
+// The frame formulas of core/ on batches of frames [B, d, r] (float64 for the step; the trainer's
+// diagnostics and penalty use them too). Each is pinned to core/ by the differential test.
+// Π_W(G) = G − W sym(WᵀG) (core: project_tangent).
 torch::Tensor batched_project_tangent(const torch::Tensor& w, const torch::Tensor& g);
+// ‖Π_W G‖_F per frame: the record's "tangent_grad_norm".
+torch::Tensor tangent_gradient_norm(const torch::Tensor& w, const torch::Tensor& g);
+// W skew(WᵀG) per frame: the gauge component (core: gauge_component; Table 8's gauge fraction is
+// its norm over ‖Π_W G‖_F).
+torch::Tensor batched_gauge_component(const torch::Tensor& w, const torch::Tensor& g);
+// λ Σ ‖WᵀW − I‖²_F over the frames of W (any dtype, differentiable): the soft baseline's penalty
+// (core: soft_orthogonality_penalty).
+torch::Tensor soft_penalty(const torch::Tensor& w, double lambda);
 // The polar factor M(MᵀM)^(-1/2) of every frame of M, by the SVD (UVᵀ) or the Gram route (an
 // eigendecomposition of MᵀM). LAPACK's divide-and-conquer SVD can fail to converge where many
 // singular values coincide (a square frame one tiny step from orthogonal: all of them are 1); the
