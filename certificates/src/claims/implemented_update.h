@@ -32,8 +32,8 @@ CheckResult check_frozen_fixes_frame(const Case& c, FrozenMutant mutant) {
   return r;
 }
 
-// The frame rules of the training core's arms (training/src/trainer.cpp's make_arm), with the
-// hyper-parameters they take from core/'s presets.
+// The frame rules of the arm registry's Stiefel arms (stiefel/arms.h), with the hyper-parameters
+// they take from core/'s presets; tests/certify/certified_rules_test.cpp holds the two lists equal.
 enum class FrameRule { kB2, kB2Mean, kB2Column, kB2Grassmann, kB2m, kB2mCan, kSgdGrassmann, kSgdStiefel, kFrozen };
 inline constexpr FrameRule kFrameRules[] = {FrameRule::kB2,       FrameRule::kB2Mean,       FrameRule::kB2Column,
                                             FrameRule::kB2Grassmann, FrameRule::kB2m,      FrameRule::kB2mCan,
