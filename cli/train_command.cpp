@@ -39,6 +39,12 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--sgd-lr", cfg->sgd_lr, "fixed step of b2-sgd arms")->check(kNonNegative)->capture_default_str();
   cmd->add_option("--elementwise-lr", cfg->elementwise_lr, "rate of b2m arms (default: the AdamW rate)")->check(kNonNegative);
   cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--codebook-beta", cfg->codebook_beta, "C2: the codebook prior's weight beta")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--codebook-k", cfg->codebook_k, "C2, C2-nb: the codebook's size K (Grassmann K-means)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->check(kNonNegative)->capture_default_str();
   cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
   cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)")->check(kNonNegative);

@@ -40,6 +40,16 @@ std::vector<Arm> build() {
                [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); }});
   a.push_back({"b2-sgd-stiefel", "B2-SGD-St", "fixed-step Riemannian SGD with the Stiefel projection", false, false,
                [](const Rates& r) -> FrameRule { return sgd_stiefel_hyper(r.sgd_lr); }});
+  a.push_back({"c2", "C2",
+               "PA16 plus the codebook prior β·mean_h min_k d_c(W_h, C_k)²/r toward a Grassmann K-means codebook "
+               "of the training images' patch spans (--codebook-beta, --codebook-k; §3.3, Table 2; image task)",
+               false, false, [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); }, false,
+               [](const Rates& r) { return r.codebook_beta; }});
+  a.push_back({"c2-nb", "C2-nb",
+               "C2 with β = 0: its codebook built and not used, so PA16 itself (Table 1: \"B2-SGD up to the "
+               "random draw\"; image task)",
+               false, false, [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); }, false,
+               [](const Rates&) { return 0.0; }});
   a.push_back({"frozen", "Frozen", "orthonormal init, η_R = 0: the constraint without its optimisation", false, false,
                [](const Rates&) -> FrameRule { return frozen_hyper<double>(); }});
   return a;

@@ -5,6 +5,7 @@
 #include "attention_score.h"
 #include "exponential.h"
 #include "frames.h"
+#include "grassmann_kmeans.h"
 #include "random.h"
 #include "retraction.h"
 #include "riemannian_adam.h"

@@ -21,7 +21,7 @@ const std::set<std::string>& train_keys() {
   static const std::set<std::string> keys = {
       "task", "arm", "data", "n", "epochs", "batch", "adam_lr", "weight_decay", "riemann_lr", "eps", "tau",
       "sgd_lr", "elementwise_lr", "soft_lambda", "warmup_epochs", "power_stabilisation", "layers", "pooling",
-      "positional", "pca_samples", "eval_every", "init_scale", "test_n", "val_n"};
+      "positional", "pca_samples", "eval_every", "init_scale", "test_n", "val_n", "codebook_beta", "codebook_k"};
   return keys;
 }
 

@@ -2,7 +2,9 @@
 // registry's Stiefel rules: one certified rule per arm of one frame per head, with the same tangent
 // map, second moment, retraction, cap and moment constants, so that an arm added to the registry
 // without its certified rule, or a rule changed in one place only, fails here. The block layout
-// (b2-block) runs B2's rule on wider frames; its own claim is s32-block-heads-orthogonal.
+// (b2-block) runs B2's rule on wider frames (its own claim: s32-block-heads-orthogonal); the
+// codebook arms run PA16's rule (their codebook's claims: s33-chordal-mean-optimal,
+// s33-kmeans-monotone).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -51,8 +53,9 @@ TEST(CertifiedRules, AreTheArmRegistrysStiefelRules) {
   for (const arms::Arm& arm : arms::all()) {
     if (!arm.on_manifold()) continue;
     SCOPED_TRACE(arm.name);
-    const std::string name = arm.block_heads ? "b2" : arm.name;
-    per_head_arms += !arm.block_heads;
+    // The block layout runs B2's rule; the codebook arms (C2, C2-nb) run PA16's with a prior.
+    const std::string name = arm.block_heads ? "b2" : arm.uses_codebook() ? "b2-sgd" : arm.name;
+    per_head_arms += !arm.block_heads && !arm.uses_codebook();
     const auto it = certified.find(name);
     ASSERT_NE(it, certified.end()) << "no certified rule for the arm's rule";
     expect_same_rule(arm.rule(kRates), it->second);

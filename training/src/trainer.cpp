@@ -16,6 +16,7 @@
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/sha256.h>
 #include <stiefel/training/checkpoint.h>
+#include <stiefel/training/codebook.h>
 #include <stiefel/training/compute.h>
 #include <stiefel/training/datasets.h>
 #include <stiefel/training/frame_optimizer.h>
@@ -39,16 +40,18 @@ struct Arm {
   bool soft_penalty;
   FrameHyper hyper;
   FrameLayout layout = FrameLayout::kPerHead;
+  std::optional<double> codebook_beta;  // C2, C2-nb: the codebook prior's β
 };
 
 Arm make_arm(const TrainConfig& c, double adam_lr, double eps) {
   const arms::Arm& def = arms::find(c.arm);
   Arm a{c.arm, def.on_manifold(), def.frame_decay, def.soft_penalty, {},
         def.block_heads ? FrameLayout::kBlock : FrameLayout::kPerHead};
-  if (def.on_manifold())
-    a.hyper = frame_hyper(def.rule({.riemann_lr = c.riemann_lr, .adam_lr = adam_lr,
-                                    .elementwise_lr = c.elementwise_lr > 0 ? c.elementwise_lr : adam_lr,
-                                    .sgd_lr = c.sgd_lr, .eps = eps, .tau = c.tau}));
+  const arms::Rates rates{.riemann_lr = c.riemann_lr, .adam_lr = adam_lr,
+                          .elementwise_lr = c.elementwise_lr > 0 ? c.elementwise_lr : adam_lr, .sgd_lr = c.sgd_lr,
+                          .eps = eps, .tau = c.tau, .codebook_beta = c.codebook_beta};
+  if (def.on_manifold()) a.hyper = frame_hyper(def.rule(rates));
+  if (def.uses_codebook()) a.codebook_beta = def.codebook_beta(rates);
   return a;
 }
 
@@ -281,7 +284,7 @@ std::string format_seconds(double s) {
 }  // namespace
 
 nlohmann::json run_options(const TrainConfig& c) {
-  return {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"data", c.data}, {"n", c.n}, {"epochs", c.epochs},
+  nlohmann::json o = {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"data", c.data}, {"n", c.n}, {"epochs", c.epochs},
           {"device", c.device}, {"batch", c.batch}, {"adam_lr", c.adam_lr}, {"weight_decay", c.weight_decay},
           {"riemann_lr", c.riemann_lr}, {"eps", c.eps}, {"tau", c.tau}, {"sgd_lr", c.sgd_lr},
           {"elementwise_lr", c.elementwise_lr}, {"soft_lambda", c.soft_lambda}, {"warmup_epochs", c.warmup_epochs},
@@ -289,6 +292,12 @@ nlohmann::json run_options(const TrainConfig& c) {
           {"init_scale", c.init_scale}, {"layers", c.layers}, {"pooling", c.pooling}, {"positional", c.positional},
           {"pca_samples", c.pca_samples}, {"threads", c.threads}, {"compute", c.compute},
           {"eval_every", c.eval_every}};
+  // The codebook's settings only where the arm has one: every other run's options stay as they were.
+  if (arms::find(c.arm).uses_codebook()) {
+    o["codebook_beta"] = c.codebook_beta;
+    o["codebook_k"] = c.codebook_k;
+  }
+  return o;
 }
 
 void validate(const TrainConfig& c) {
@@ -311,6 +320,10 @@ void validate(const TrainConfig& c) {
   rate("tau", c.tau, false);
   rate("sgd-lr", c.sgd_lr, false);
   rate("soft-lambda", c.soft_lambda, false);
+  rate("codebook-beta", c.codebook_beta, false);
+  if (c.codebook_k < 1 || c.codebook_k > 4096) bad("codebook-k", std::to_string(c.codebook_k) + ": expected 1 to 4096");
+  if (arms::find(c.arm).uses_codebook() && c.task != "image")
+    bad("arm", c.arm + ": the codebook prior needs the image task (its codebook is built from image patches)");
   if (c.tau == 0) bad("tau", "0: the cap must be positive");
   if (!std::isfinite(c.init_scale) || c.init_scale <= 0) bad("init-scale", "expected a finite number > 0");
   auto at_least = [&](const char* option, std::int64_t v, std::int64_t lo) {
@@ -507,6 +520,7 @@ class Run {
   ModelSpec spec_;
   Classifier model_{nullptr};
   Optimisers opt_;
+  Codebook codebook_;  // C2, C2-nb: built from the training images at set-up
   std::vector<torch::Tensor> fparams_;
   std::vector<std::pair<std::string, torch::Tensor>> named_;
   std::int64_t n_train_ = 0, batch_ = 0, steps_per_epoch_ = 0, total_steps_ = 0, warmup_ = 0;
@@ -551,6 +565,15 @@ std::optional<nlohmann::json> Run::open_folder() {
 // Data, folder, model, optimisers and the step counts; nothing is written before the data loads.
 void Run::set_up() {
   data_ = load_data(c_);  // may throw DataError before anything is written
+  spec_ = model_spec(c_, data_);
+  // C2's codebook lives in the patch space and the frames in the model's: they must be the same
+  // space, as on CIFAR-10 whitened to d = 128 (§3.3).
+  if (arm_.codebook_beta && (spec_.input_dim != spec_.d || spec_.tokens < spec_.r))
+    throw std::invalid_argument("--arm " + c_.arm + ": the codebook is built from the patches (" +
+                                std::to_string(spec_.tokens) + " per image of dimension " +
+                                std::to_string(spec_.input_dim) + " in " + data_.name +
+                                ") and pulls frames of St(" + std::to_string(spec_.d) + ", " + std::to_string(spec_.r) +
+                                "): it needs patches of dimension d and at least r of them per image (CIFAR-10)");
   const fs::path out(c_.out);
   fs::create_directories(out);
   if (!lock_) lock_.emplace(out);
@@ -558,7 +581,6 @@ void Run::set_up() {
     fs::remove(run_path_);
     fs::remove(ckpt_path_);
   }
-  spec_ = model_spec(c_, data_);
   model_ = build_model(c_, spec_, arm_, dev_);
   opt_ = build_optimisers(c_, arm_, model_);
   fparams_ = frame_params(model_);
@@ -568,6 +590,10 @@ void Run::set_up() {
   steps_per_epoch_ = (n_train_ + batch_ - 1) / batch_;
   total_steps_ = steps_per_epoch_ * c_.epochs;
   warmup_ = grok_ ? (c_.power_stabilisation ? 10 : 0) : c_.warmup_epochs * steps_per_epoch_;
+  if (arm_.codebook_beta) {  // deterministic from the data and the seed: a resume rebuilds the same one
+    codebook_ = build_codebook(patch_span_frames(data_.train_x, spec_.r), c_.codebook_k, c_.seed, 50);
+    codebook_.centroids = codebook_.centroids.to(dev_);
+  }
 }
 
 // --resume: the checkpoint the record names restores the model and optimisers, and the record is
@@ -651,6 +677,10 @@ void Run::write_header() {
       throw std::invalid_argument("--resume: " + run_path_.string() + " records another run: " + differs +
                                   "; resume with the same options or use another --out");
   }
+  if (arm_.codebook_beta) {
+    run_["codebook"] = codebook_.record;
+    run_["codebook"]["beta"] = *arm_.codebook_beta;
+  }
   run_["compute"] = compute_;
   run_["dataset"] = data_.record;
   run_["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
@@ -711,6 +741,8 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
     auto loss = torch::cross_entropy_loss(logits, yb);
     if (arm_.soft_penalty)
       for (auto& w : fparams_) loss = loss + soft_penalty(w, c_.soft_lambda);
+    if (arm_.codebook_beta && *arm_.codebook_beta > 0)  // C2-nb (β = 0) trains exactly as PA16
+      for (auto& w : fparams_) loss = loss + codebook_prior(w, codebook_.centroids, *arm_.codebook_beta);
     const double loss_value = loss.item<double>();
     if (!std::isfinite(loss_value)) return diverged("loss", epoch);
     lap("forward");
@@ -830,30 +862,33 @@ void Run::commit_epoch(std::int64_t epoch, const nlohmann::json& metrics) {
 // 200 of each.
 nlohmann::json Run::run_epochs() {
   run_start_ = window_start_ = std::chrono::steady_clock::now();
-  std::int64_t epoch = start_epoch_;
-  try {
-    for (; epoch < c_.epochs; ++epoch) {
-      ++window_epochs_;
-      EpochSums sums;
+  for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
+    ++window_epochs_;
+    EpochSums sums;
+    std::optional<nlohmann::json> metrics;
+    // Training and evaluation only: a write error of commit_epoch leaves the files as they were.
+    try {
       if (auto stopped = train_epoch(epoch, sums)) return *stopped;
       const bool evaluated = (epoch + 1) % c_.eval_every == 0 || epoch + 1 == c_.epochs;
       if (!evaluated && grok_) continue;
-      commit_epoch(epoch, evaluate_epoch(epoch, sums));
+      metrics = evaluate_epoch(epoch, sums);
+    } catch (const c10::Error& e) {  // LibTorch's message without its backtrace, one line
+      const std::string msg = e.what_without_backtrace();
+      record_failure(epoch, msg.substr(0, msg.find('\n')));
+      throw;
+    } catch (const std::exception& e) {
+      record_failure(epoch, e.what());
+      throw;
     }
-  } catch (const c10::Error& e) {  // LibTorch's message without its backtrace, one line
-    const std::string msg = e.what_without_backtrace();
-    record_failure(epoch, msg.substr(0, msg.find('\n')));
-    throw;
-  } catch (const std::exception& e) {
-    record_failure(epoch, e.what());
-    throw;
+    commit_epoch(epoch, *metrics);
   }
   return run_;
 }
 
-// An error inside an epoch is not a result: the record says "failed", with the epoch, the step and
-// the error, and keeps the epochs before it; the last checkpoint stays, and a rerun with --resume
-// continues from it. Nothing is recorded where the record itself cannot be written (a full disk).
+// An error while training or evaluating an epoch is not a result: the record says "failed", with
+// the epoch, the step and the error, and keeps the epochs before it; the last checkpoint stays, and
+// a rerun with --resume continues from it. Nothing is recorded where the record itself cannot be
+// written (a full disk).
 void Run::record_failure(std::int64_t epoch, const std::string& error) noexcept {
   try {
     run_["status"] = "failed";

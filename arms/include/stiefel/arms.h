@@ -23,6 +23,7 @@ struct Rates {
   double sgd_lr = 0.02;      // --sgd-lr: the fixed step of the Riemannian SGD arms
   double eps = 1e-8;         // --eps
   double tau = 0.1;          // --tau: the cap ‖η‖_F ≤ τ√r
+  double codebook_beta = 0.1;  // --codebook-beta: the weight β of C2's codebook prior
 };
 
 // The rule an arm runs on its frames: a Riemannian Adam or a fixed-step Riemannian SGD of core/.
@@ -40,8 +41,12 @@ struct Arm {
   // Stiefel arms: the H heads of W_Q (and of W_K) as one frame in St(d, H·r), so that the heads
   // stay mutually orthogonal (§3.2's block-orthogonal heads); otherwise one frame per head.
   bool block_heads = false;
+  // Codebook arms (C2, C2-nb; image task): the weight β of the prior that pulls every head toward
+  // its nearest centroid of a Grassmann K-means codebook of the training images; empty otherwise.
+  std::function<double(const Rates&)> codebook_beta;
 
   bool on_manifold() const { return static_cast<bool>(rule); }
+  bool uses_codebook() const { return static_cast<bool>(codebook_beta); }
 };
 
 // Every arm, in the order `--help` lists them.

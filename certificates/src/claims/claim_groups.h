@@ -17,5 +17,6 @@ std::vector<Claim> s2_polar_claims();                // §2
 std::vector<Claim> orders_claims();                  // §2, §3.2, §5.1: orders of agreement
 std::vector<Claim> s53_canonical_metric_claims();    // eq. (4), §5.3
 std::vector<Claim> implemented_update_claims();      // Table 6, §3.2, §4.1
+std::vector<Claim> s33_codebook_claims();            // §3.3, Table 2: the C2 codebook
 
 }  // namespace stiefel::certificates

@@ -26,6 +26,8 @@ struct TrainConfig {
   double adam_lr = -1, weight_decay = -1;  // −1: the task default (image 1e-3, 0.05; grok 1e-3, 1.0)
   double riemann_lr = 1.0, eps = -1, tau = 0.1;  // eps −1: image 1e-8, grok 1e-3
   double sgd_lr = 0.02, elementwise_lr = -1, soft_lambda = 0.1;  // elementwise −1: the AdamW rate
+  double codebook_beta = 0.1;          // C2: the codebook prior's weight β
+  std::int64_t codebook_k = 32;        // C2, C2-nb: the codebook's size K
   std::int64_t warmup_epochs = 5;      // image schedule: linear warm-up, then cosine to zero
   bool power_stabilisation = false;    // grok: β2 = 0.98 and a 10-step warm-up
   std::int64_t test_n = 0;             // image: evaluate on the first test_n test images (0: all)
