@@ -97,6 +97,24 @@ std::uint64_t storage_element_size(const std::string& global) {
   return it == sizes.end() ? 0 : it->second;
 }
 
+// BINPERSID's argument, the tuple just closed: ("storage", type, key, location, numel), all literal;
+// the key a decimal index used once, the storage's size numel × the type's element size.
+void add_storage_ref(const std::optional<std::vector<std::string>>& closed, const std::string& record,
+                     const std::function<void(const std::string&)>& bad, std::map<std::string, StorageRef>& storages) {
+  const std::uint64_t element =
+      closed && closed->size() == 5 && (*closed)[1].rfind("g:", 0) == 0 ? storage_element_size((*closed)[1].substr(2)) : 0;
+  if (!closed || closed->size() != 5 || (*closed)[0] != "s:storage" || element == 0 ||
+      (*closed)[2].rfind("s:", 0) != 0 || (*closed)[3].rfind("s:", 0) != 0 || (*closed)[4].rfind("i:", 0) != 0)
+    bad(record + ": a persistent id that is not a storage reference LibTorch writes");
+  const std::string key = (*closed)[2].substr(2);
+  // LibTorch writes a storage's key as its decimal index.
+  if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos)
+    bad(record + ": a storage key that is not a decimal index");
+  const std::uint64_t numel = std::stoull((*closed)[4].substr(2));
+  if (!storages.emplace(key, StorageRef{(*closed)[1], numel * element}).second)
+    bad(record + ": storage " + key + " is referenced twice");
+}
+
 // LibTorch's unpickler reserves the length a string or bytes opcode declares before it reads it: a
 // damaged length field makes it allocate up to 4 GiB (or 2^64 bytes) for a 60 kB file. Every
 // length-prefixed opcode of a pickle record must fit the bytes that follow it; an opcode outside
@@ -130,20 +148,7 @@ void check_pickle(const std::string& b, std::size_t begin, std::size_t end, cons
     const char op = b[at++];
     if (op == '.') return;  // STOP
     std::optional<std::string> pushed;
-    if (op == 'Q') {  // BINPERSID: the tuple just closed, ("storage", type, key, location, numel)
-      const std::uint64_t element =
-          closed && closed->size() == 5 && (*closed)[1].rfind("g:", 0) == 0 ? storage_element_size((*closed)[1].substr(2)) : 0;
-      if (!closed || closed->size() != 5 || (*closed)[0] != "s:storage" || element == 0 ||
-          (*closed)[2].rfind("s:", 0) != 0 || (*closed)[3].rfind("s:", 0) != 0 || (*closed)[4].rfind("i:", 0) != 0)
-        bad(record + ": a persistent id that is not a storage reference LibTorch writes");
-      const std::string key = (*closed)[2].substr(2);
-      // LibTorch writes a storage's key as its decimal index.
-      if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos)
-        bad(record + ": a storage key that is not a decimal index");
-      const std::uint64_t numel = std::stoull((*closed)[4].substr(2));
-      if (!storages.emplace(key, StorageRef{(*closed)[1], numel * element}).second)
-        bad(record + ": storage " + key + " is referenced twice");
-    }
+    if (op == 'Q') add_storage_ref(closed, record, bad, storages);  // BINPERSID
     closed.reset();
     if (op == '(') marks.emplace_back();
     if (in(pops_mark, op)) {
@@ -230,6 +235,49 @@ void check_code_record(const std::string& code, const std::string& record,
   }
 }
 
+// The ZIP central directory's entry count and offset: from the end record, or from the ZIP64 end
+// record when its locator precedes the end record, as miniz (LibTorch's reader) does (LibTorch
+// always writes one).
+std::pair<std::uint64_t, std::uint64_t> zip_directory(const std::string& b,
+                                                      const std::function<void(const std::string&)>& bad) {
+  if (b.size() < 22) bad("too short for a ZIP archive");
+  std::size_t eocd = std::string::npos;
+  for (std::size_t at = b.size() - 22 + 1; at-- > 0 && b.size() - at <= 22 + 65535;)
+    if (le(b, at, 4) == 0x06054b50) {
+      eocd = at;
+      break;
+    }
+  if (eocd == std::string::npos) bad("no ZIP end-of-directory record");
+  std::uint64_t entries = le(b, eocd + 10, 2), dir_offset = le(b, eocd + 16, 4);
+  if (eocd >= 20 && le(b, eocd - 20, 4) == 0x07064b50) {
+    const std::uint64_t z = le(b, eocd - 20 + 8, 8);
+    if (z > b.size() || 56 > b.size() - z || le(b, std::size_t(z), 4) != 0x06064b50)
+      bad("a damaged ZIP64 end-of-directory record");
+    entries = le(b, std::size_t(z) + 32, 8);
+    dir_offset = le(b, std::size_t(z) + 48, 8);
+  } else if (entries == 0xFFFF || dir_offset == 0xFFFFFFFF) {
+    bad("a ZIP64 archive without its locator");
+  }
+  return {entries, dir_offset};
+}
+
+// Every storage a data.pkl references has its record (found case-blind, as miniz does), of exactly
+// the size the reference declares.
+void check_storage_records(const std::map<std::string, std::map<std::string, StorageRef>>& storages,
+                           const std::map<std::string, std::uint64_t>& record_sizes,
+                           const std::function<void(const std::string&)>& bad) {
+  for (const auto& [folder, refs] : storages)
+    for (const auto& [key, ref] : refs) {
+      std::string lower = folder + "data/" + key;
+      for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      const auto it = record_sizes.find(lower);
+      if (it == record_sizes.end()) bad(folder + "data.pkl: storage " + key + " has no record");
+      if (it->second != ref.bytes)
+        bad(folder + "data.pkl: storage " + key + " declares " + std::to_string(ref.bytes) + " bytes, its record holds " +
+            std::to_string(it->second));
+    }
+}
+
 // A LibTorch archive is a ZIP file of stored records (the tensors) and deflated ones (its code).
 // Its reader allocates each record at the size the central directory declares: a damaged size
 // field makes it allocate gigabytes for a 60 kB file. Every record must lie inside the file, at a
@@ -240,25 +288,7 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
   };
   // [at, at + n) lies inside the file (no overflow for any at, n).
   const auto inside = [&](std::uint64_t at, std::uint64_t n) { return at <= b.size() && n <= b.size() - at; };
-  if (b.size() < 22) bad("too short for a ZIP archive");
-  std::size_t eocd = std::string::npos;
-  for (std::size_t at = b.size() - 22 + 1; at-- > 0 && b.size() - at <= 22 + 65535;)
-    if (le(b, at, 4) == 0x06054b50) {
-      eocd = at;
-      break;
-    }
-  if (eocd == std::string::npos) bad("no ZIP end-of-directory record");
-  std::uint64_t entries = le(b, eocd + 10, 2), dir_offset = le(b, eocd + 16, 4);
-  // As miniz (LibTorch's reader) does: a ZIP64 end record, when its locator precedes the end
-  // record, gives the directory (LibTorch always writes one).
-  if (eocd >= 20 && le(b, eocd - 20, 4) == 0x07064b50) {
-    const std::uint64_t z = le(b, eocd - 20 + 8, 8);
-    if (!inside(z, 56) || le(b, std::size_t(z), 4) != 0x06064b50) bad("a damaged ZIP64 end-of-directory record");
-    entries = le(b, std::size_t(z) + 32, 8);
-    dir_offset = le(b, std::size_t(z) + 48, 8);
-  } else if (entries == 0xFFFF || dir_offset == 0xFFFFFFFF) {
-    bad("a ZIP64 archive without its locator");
-  }
+  const auto [entries, dir_offset] = zip_directory(b, bad);
   std::map<std::string, std::uint64_t> record_sizes;
   std::map<std::string, std::map<std::string, StorageRef>> storages;  // by data.pkl's folder
   std::uint64_t at = dir_offset;
@@ -314,16 +344,7 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
     }
     at += 46 + name_len + extra_len + comment_len;
   }
-  for (const auto& [folder, refs] : storages)
-    for (const auto& [key, ref] : refs) {
-      std::string lower = folder + "data/" + key;
-      for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-      const auto it = record_sizes.find(lower);
-      if (it == record_sizes.end()) bad(folder + "data.pkl: storage " + key + " has no record");
-      if (it->second != ref.bytes)
-        bad(folder + "data.pkl: storage " + key + " declares " + std::to_string(ref.bytes) + " bytes, its record holds " +
-            std::to_string(it->second));
-    }
+  check_storage_records(storages, record_sizes, bad);
 }
 
 using AdamHyper = std::tuple<std::tuple<double, double>, double, double, bool>;
