@@ -6,21 +6,14 @@
 #include <stiefel/stiefel.h>
 #include <stiefel/training/codebook.h>
 
+#include "core_tensors.h"
+
 namespace stiefel::training {
 namespace {
 
-torch::Tensor to_torch(const Frames<double>& f) {
-  std::vector<torch::Tensor> out;
-  for (const auto& m : f) {
-    auto t = torch::empty({m.rows(), m.cols()}, torch::kFloat64);
-    for (Index i = 0; i < m.rows(); ++i)
-      for (Index j = 0; j < m.cols(); ++j) t[i][j] = m(i, j);
-    out.push_back(t);
-  }
-  return torch::stack(out);
-}
+using core_tensors::max_abs;
+using core_tensors::to_torch;
 
-double max_abs(const torch::Tensor& a) { return a.abs().max().item<double>(); }
 torch::Tensor projector(const torch::Tensor& c) { return c.matmul(c.transpose(-2, -1)); }
 
 // Planted clusters: K centroids, M points each, every point the span of C_k Q + σG.

@@ -9,22 +9,13 @@
 #include <stiefel/training/frame_optimizer.h>
 #include <stiefel/training/frame_rules.h>
 
+#include "core_tensors.h"
+
 namespace stiefel::training {
 namespace {
 
-torch::Tensor to_torch(const Frames<double>& f) {
-  std::vector<torch::Tensor> out;
-  for (const auto& m : f) {
-    // Eigen is column-major: copy row by row into a row-major tensor.
-    auto t = torch::empty({m.rows(), m.cols()}, torch::kFloat64);
-    for (Index i = 0; i < m.rows(); ++i)
-      for (Index j = 0; j < m.cols(); ++j) t[i][j] = m(i, j);
-    out.push_back(t);
-  }
-  return torch::stack(out);
-}
-
-double max_abs(const torch::Tensor& a) { return a.abs().max().item<double>(); }
+using core_tensors::max_abs;
+using core_tensors::to_torch;
 
 struct Rule {
   std::string name;
