@@ -574,6 +574,9 @@ void Run::set_up() {
                                 std::to_string(spec_.input_dim) + " in " + data_.name +
                                 ") and pulls frames of St(" + std::to_string(spec_.d) + ", " + std::to_string(spec_.r) +
                                 "): it needs patches of dimension d and at least r of them per image (CIFAR-10)");
+  if (arm_.codebook_beta && c_.codebook_k > data_.train_x.size(0))
+    throw std::invalid_argument("--codebook-k " + std::to_string(c_.codebook_k) + ": more centroids than training images (" +
+                                std::to_string(data_.train_x.size(0)) + ")");
   const fs::path out(c_.out);
   fs::create_directories(out);
   if (!lock_) lock_.emplace(out);
