@@ -43,7 +43,11 @@ struct Checks {
     const double tol = properties::kRatioThreshold;
     const bool ok = ratio <= tol;
     failed += !ok;
-    list.push_back({{"check", what}, {"frame", frame}, {"ratio", ratio}, {"tolerance", tol}, {"value", value},
+    list.push_back({{"check", what},
+                    {"frame", frame},
+                    {"ratio", ratio},
+                    {"tolerance", tol},
+                    {"value", value},
                     {"status", ok ? "passed" : "failed"}});
   }
 };
@@ -90,7 +94,8 @@ void check_master_frames(torch::serialize::InputArchive& frames, std::int64_t fr
   for (std::int64_t k = 0; k < frame_params; ++k) {
     torch::Tensor master, m;
     if (!frames.try_read(training::checkpoint::frame_key(k, "master"), master)) continue;
-    if (!frames.try_read(training::checkpoint::frame_key(k, "m"), m) || m.sizes() != master.sizes() || master.dim() != 3)
+    if (!frames.try_read(training::checkpoint::frame_key(k, "m"), m) || m.sizes() != master.sizes() ||
+        master.dim() != 3)
       throw NotCertifiable("frame " + std::to_string(k) + "'s first moment is missing or not of its frame's shape");
     for (std::int64_t h = 0; h < master.size(0); ++h) {
       const std::string name = "param " + std::to_string(k) + " frame " + std::to_string(h);
@@ -116,10 +121,11 @@ void check_model_copies(torch::serialize::InputArchive& model, Checks& checks) {
       if (w.dim() != 3)
         throw NotCertifiable("layer " + std::to_string(i) + " " + which + " is not an [H, d, r] frame tensor");
       const double u = w.scalar_type() == torch::kFloat32 ? std::numeric_limits<float>::epsilon() / 2
-                                                           : std::numeric_limits<double>::epsilon() / 2;
+                                                          : std::numeric_limits<double>::epsilon() / 2;
       for (std::int64_t h = 0; h < w.size(0); ++h) {
         const double iso = isometry_error(to_eigen(w[h]));
-        checks.record("isometry (model copy)", "layer " + std::to_string(i) + " " + which + " head " + std::to_string(h),
+        checks.record("isometry (model copy)",
+                      "layer " + std::to_string(i) + " " + which + " head " + std::to_string(h),
                       iso / (u * double(w.size(1))), iso);
       }
     }

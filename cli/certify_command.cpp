@@ -28,8 +28,7 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
   cmd->add_option("--precision", args.precision, "float64, 50-digit, or both on the same inputs")
       ->check(CLI::IsMember({"double", "mp50", "both"}))
       ->capture_default_str();
-  cmd->add_option("--jobs", args.run.jobs, "worker threads (0: one per hardware thread)")
-      ->check(CLI::Range(0, 256));
+  cmd->add_option("--jobs", args.run.jobs, "worker threads (0: one per hardware thread)")->check(CLI::Range(0, 256));
   cmd->add_option("--checkpoint", args.checkpoint,
                   "check a training checkpoint's frames instead (isometry, tangent first moments)")
       ->check(CLI::ExistingFile);
@@ -97,9 +96,10 @@ int run_suite(CertifyArgs& args, const CLI::App& cmd) {
 }  // namespace
 
 void add_certify_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("certify", "Check every registered claim of the paper and write a "
-                                            "JSON certificate (exit 0 iff every claim meets its "
-                                            "expected outcome and every control is killed)");
+  auto* cmd = app.add_subcommand("certify",
+                                 "Check every registered claim of the paper and write a "
+                                 "JSON certificate (exit 0 iff every claim meets its "
+                                 "expected outcome and every control is killed)");
   auto args = std::make_shared<CertifyArgs>();
   add_certify_options(cmd, *args);
   cmd->callback([args, cmd, &exit_code] {

@@ -51,7 +51,8 @@ int submit(const runner::Grid& g, Options o) {
   const auto queued = runner::queued_runs(g, o.slurm);  // runs an earlier submission still has queued
   const auto plan = runner::plan_slurm(g, o.slurm, queued);
   if (!plan.held.empty())
-    std::cerr << g.experiment.name << ": " << plan.held.size() << " tasks left out (" << runner::compress_indices(plan.held)
+    std::cerr << g.experiment.name << ": " << plan.held.size() << " tasks left out ("
+              << runner::compress_indices(plan.held)
               << "): runs of theirs are running now or queued in an earlier submission (see --status)\n";
   if (plan.tasks.empty()) {
     if (plan.held.empty())
@@ -62,8 +63,9 @@ int submit(const runner::Grid& g, Options o) {
     return 0;
   }
   if (o.dry_run) {
-    std::cout << "# " << plan.array_path.string() << "\n" << plan.array_script << "\n# " << plan.report_path.string()
-              << "\n" << plan.report_script << "\n# submitted with:\n";
+    std::cout << "# " << plan.array_path.string() << "\n"
+              << plan.array_script << "\n# " << plan.report_path.string() << "\n"
+              << plan.report_script << "\n# submitted with:\n";
     for (const auto& c : runner::sbatch_commands(plan, o.slurm)) std::cout << c << "\n";
     return 0;
   }
@@ -96,7 +98,8 @@ int run_experiment(const Options& o) {
     std::cerr << "stiefel experiment: no --data; image runs use Fashion-MNIST (the paper uses CIFAR-10)\n";
   if (o.use_slurm) return submit(g, o);
   if (o.dry_run) throw std::invalid_argument("--dry-run: only with --slurm");
-  const auto indices = runner::shard_runs(g.runs.size(), o.shard.empty() ? runner::Shard{} : runner::parse_shard(o.shard));
+  const auto indices =
+      runner::shard_runs(g.runs.size(), o.shard.empty() ? runner::Shard{} : runner::parse_shard(o.shard));
   runner::pin_grid(g);
   return runner::run_local(g, indices, runner::LocalOptions{o.jobs, "/proc/self/exe", o.shard}, std::cerr);
 }
@@ -104,9 +107,10 @@ int run_experiment(const Options& o) {
 }  // namespace
 
 void add_experiment_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("experiment", "Run a paper experiment's grid of training runs (parallel, "
-                                               "resumable, shardable; locally or on Slurm); results go to "
-                                               "OUT/runs/GROUP/ARM/seed-S");
+  auto* cmd = app.add_subcommand("experiment",
+                                 "Run a paper experiment's grid of training runs (parallel, "
+                                 "resumable, shardable; locally or on Slurm); results go to "
+                                 "OUT/runs/GROUP/ARM/seed-S");
   auto o = std::make_shared<Options>();
   o->grid.definitions = STIEFEL_EXPERIMENTS_DIR;
   cmd->add_option("name", o->grid.name, "experiment name (experiments/NAME.json) or a definition file");
@@ -116,17 +120,22 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
       ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--shard", o->shard, "i/N: run every N-th run of the grid, starting at the i-th");
-  cmd->add_option("--device", o->grid.device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--device", o->grid.device, "cpu | cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--out", o->grid.out, "results folder");
   cmd->add_option("--definitions", o->grid.definitions, "folder of experiment definitions")->capture_default_str();
   cmd->add_flag("--list", o->list, "list the experiments and their grid sizes");
-  cmd->add_flag("--status", o->status, "the state of every run in --out: completed, diverged, running, failed "
-                                       "(with its log), repair, missing");
-  auto* slurm = cmd->add_flag("--slurm", o->use_slurm, "submit the grid to Slurm: an array job (its script kept in "
-                                                       "OUT/slurm/) and a report job after it");
+  cmd->add_flag("--status", o->status,
+                "the state of every run in --out: completed, diverged, running, failed "
+                "(with its log), repair, missing");
+  auto* slurm = cmd->add_flag("--slurm", o->use_slurm,
+                              "submit the grid to Slurm: an array job (its script kept in "
+                              "OUT/slurm/) and a report job after it");
   cmd->add_option("--partition", o->slurm.partition, "Slurm partition")->needs(slurm);
   cmd->add_option("--time", o->slurm.time, "Slurm time limit per array task (e.g. 2:00:00)")->needs(slurm);
-  cmd->add_option("--gpus-per-task", o->slurm.gpus_per_task, "GPUs per array task (with --device cuda; default 1, 0: none)")
+  cmd->add_option("--gpus-per-task", o->slurm.gpus_per_task,
+                  "GPUs per array task (with --device cuda; default 1, 0: none)")
       ->check(CLI::NonNegativeNumber)
       ->needs(slurm);
   cmd->add_option("--max-parallel", o->slurm.max_parallel, "at most K array tasks at once (0: no limit)")

@@ -32,17 +32,18 @@ int run_report(const Options& o) {
   json certificate = nullptr;
   if (!o.certificate.empty()) {
     certificate = reports::read_json_file(o.certificate);
-    const bool is_certificate = certificate.is_object() && certificate.contains("claims") &&
-                                certificate["claims"].is_array() && !certificate["claims"].empty() &&
-                                certificate.contains("summary") && certificate["summary"].is_object() &&
-                                std::all_of(certificate["claims"].begin(), certificate["claims"].end(), [](const json& c) {
-                                  return c.is_object() && c.contains("id") && c["id"].is_string() && c.contains("observed") &&
-                                         c["observed"].is_string();
-                                });
+    const bool is_certificate =
+        certificate.is_object() && certificate.contains("claims") && certificate["claims"].is_array() &&
+        !certificate["claims"].empty() && certificate.contains("summary") && certificate["summary"].is_object() &&
+        std::all_of(certificate["claims"].begin(), certificate["claims"].end(), [](const json& c) {
+          return c.is_object() && c.contains("id") && c["id"].is_string() && c.contains("observed") &&
+                 c["observed"].is_string();
+        });
     if (!is_certificate)
-      throw reports::ExperimentError("--certificate " + o.certificate +
-                                     ": not a certificate of `stiefel certify` (expected \"claims\": [{\"id\", \"observed\", ...}] "
-                                     "and \"summary\")");
+      throw reports::ExperimentError(
+          "--certificate " + o.certificate +
+          ": not a certificate of `stiefel certify` (expected \"claims\": [{\"id\", \"observed\", ...}] "
+          "and \"summary\")");
   }
   // Every output path is checked before the first is written (no half-replaced set of files).
   io::check_output_path(fs::path(o.out) / "CLAIMS.md");
@@ -84,15 +85,19 @@ int run_report(const Options& o) {
 }  // namespace
 
 void add_report_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("report", "Tables (Markdown + JSON, the paper's values beside ours), figures and "
-                                           "the claims ledger from experiment results");
+  auto* cmd = app.add_subcommand("report",
+                                 "Tables (Markdown + JSON, the paper's values beside ours), figures and "
+                                 "the claims ledger from experiment results");
   auto o = std::make_shared<Options>();
   cmd->add_option("results", o->results, "results folders written by `stiefel experiment`");
   cmd->add_option("--out", o->out, "report folder")->required();
   cmd->add_option("--claims", o->claims, "the claims file")->capture_default_str();
-  cmd->add_option("--definitions", o->definitions, "folder of the current experiment definitions")->capture_default_str();
+  cmd->add_option("--definitions", o->definitions, "folder of the current experiment definitions")
+      ->capture_default_str();
   cmd->add_option("--certificate", o->certificate, "the JSON certificate of `stiefel certify`, for theory claims");
-  cmd->add_option("--resamples", o->resamples, "bootstrap resamples")->check(CLI::Range(100, 10000000))->capture_default_str();
+  cmd->add_option("--resamples", o->resamples, "bootstrap resamples")
+      ->check(CLI::Range(100, 10000000))
+      ->capture_default_str();
   cmd->add_option("--bootstrap-seed", o->seed, "bootstrap seed")->capture_default_str();
   cmd->add_flag("--no-plots", o->no_plots, "skip the gnuplot figures");
   cmd->callback([o, &exit_code] { run_command("report", exit_code, [&] { return run_report(*o); }); });

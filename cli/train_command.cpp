@@ -7,10 +7,78 @@
 #include "commands.h"
 
 namespace stiefel::cli {
+namespace {
+
+// The optimisers' settings: batch, rates, decay, ε, cap, penalties, the codebook prior.
+void add_optimiser_options(CLI::App* cmd, training::TrainConfig* cfg) {
+  cmd->add_option("--batch", cfg->batch, "batch size (image)")->check(kPositive)->capture_default_str();
+  cmd->add_option("--adam-lr", cfg->adam_lr, "AdamW rate (default: 1e-3)")->check(kNonNegative);
+  cmd->add_option("--weight-decay", cfg->weight_decay, "AdamW decay (default: image 0.05, grok 1.0)")
+      ->check(kNonNegative);
+  cmd->add_option("--riemann-lr", cfg->riemann_lr, "Riemannian Adam rate eta_R")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--eps", cfg->eps, "Riemannian Adam eps (default: image 1e-8, grok 1e-3)")->check(kNonNegative);
+  cmd->add_option("--tau", cfg->tau, "step cap ||eta||_F <= tau sqrt(r)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--sgd-lr", cfg->sgd_lr, "fixed step of b2-sgd arms")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--elementwise-lr", cfg->elementwise_lr, "rate of b2m arms (default: the AdamW rate)")
+      ->check(kNonNegative);
+  cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--codebook-beta", cfg->codebook_beta, "C2: the codebook prior's weight beta")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--codebook-k", cfg->codebook_k, "C2, C2-nb: the codebook's size K (Grassmann K-means)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+}
+
+// The model, data pipeline, schedule and compute settings.
+void add_model_options(CLI::App* cmd, training::TrainConfig* cfg) {
+  cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
+  cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)")
+      ->check(kNonNegative);
+  cmd->add_option("--val-n", cfg->val_n,
+                  "image: validation split of the training images [n, n + val_n), evaluated beside the test split")
+      ->check(kNonNegative)
+      ->capture_default_str();
+  cmd->add_option("--init-scale", cfg->init_scale, "scale of the non-frame weight matrices at initialisation")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--layers", cfg->layers, "image encoder layers")->check(kPositive)->capture_default_str();
+  cmd->add_option("--pooling", cfg->pooling, "mean | cls")
+      ->check(CLI::IsMember({"mean", "cls"}))
+      ->capture_default_str();
+  cmd->add_option("--positional", cfg->positional, "learned | none")
+      ->check(CLI::IsMember({"learned", "none"}))
+      ->capture_default_str();
+  cmd->add_option("--pca-samples", cfg->pca_samples, "patches for the PCA fit")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(kPositive)->capture_default_str();
+  cmd->add_option("--eval-every", cfg->eval_every,
+                  "epochs between test evaluations; the last epoch is always evaluated (default: image 1, grok 100)")
+      ->check(kNonNegative);
+  cmd->add_option("--compute", cfg->compute,
+                  "pinned: one OpenBLAS thread, glibc keeping freed memory and the small-matrix attention kernel, set "
+                  "by the program (results do not "
+                  "depend on the environment); environment: BLAS threads and malloc from the environment, "
+                  "evaluation in chunks of 2048, attention through torch::matmul (the reference configuration of "
+                  "bench/train_speed.sh)")
+      ->check(CLI::IsMember({"pinned", "environment"}))
+      ->capture_default_str();
+}
+
+}  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("train", "Train the image-patch transformer or the grokking model with one "
-                                          "optimizer arm for W_Q, W_K; writes OUT/run.json and OUT/checkpoint.pt");
+  auto* cmd = app.add_subcommand("train",
+                                 "Train the image-patch transformer or the grokking model with one "
+                                 "optimizer arm for W_Q, W_K; writes OUT/run.json and OUT/checkpoint.pt");
   auto cfg = std::make_shared<training::TrainConfig>();
   cmd->add_option("--task", cfg->task, "image | grok")->check(CLI::IsMember({"image", "grok"}))->capture_default_str();
   std::string arm_list = "Arms (--arm):\n";
@@ -28,47 +96,11 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--device", cfg->device, "cpu | cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   cmd->add_option("--out", cfg->out, "run folder")->required();
   cmd->add_flag("--resume", cfg->resume,
-                "continue from OUT/checkpoint.pt (refused when OUT holds a run with other settings); a finished run is returned as it is");
+                "continue from OUT/checkpoint.pt (refused when OUT holds a run with other settings); a finished run is "
+                "returned as it is");
   cmd->add_flag("--overwrite", cfg->overwrite, "replace the run OUT holds (without it, a run in OUT is refused)");
-  cmd->add_option("--batch", cfg->batch, "batch size (image)")->check(kPositive)->capture_default_str();
-  cmd->add_option("--adam-lr", cfg->adam_lr, "AdamW rate (default: 1e-3)")->check(kNonNegative);
-  cmd->add_option("--weight-decay", cfg->weight_decay, "AdamW decay (default: image 0.05, grok 1.0)")->check(kNonNegative);
-  cmd->add_option("--riemann-lr", cfg->riemann_lr, "Riemannian Adam rate eta_R")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--eps", cfg->eps, "Riemannian Adam eps (default: image 1e-8, grok 1e-3)")->check(kNonNegative);
-  cmd->add_option("--tau", cfg->tau, "step cap ||eta||_F <= tau sqrt(r)")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--sgd-lr", cfg->sgd_lr, "fixed step of b2-sgd arms")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--elementwise-lr", cfg->elementwise_lr, "rate of b2m arms (default: the AdamW rate)")->check(kNonNegative);
-  cmd->add_option("--soft-lambda", cfg->soft_lambda, "soft-orthogonality penalty")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--codebook-beta", cfg->codebook_beta, "C2: the codebook prior's weight beta")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  cmd->add_option("--codebook-k", cfg->codebook_k, "C2, C2-nb: the codebook's size K (Grassmann K-means)")
-      ->check(CLI::Range(1, 4096))
-      ->capture_default_str();
-  cmd->add_option("--warmup-epochs", cfg->warmup_epochs, "image warm-up epochs")->check(kNonNegative)->capture_default_str();
-  cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
-  cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)")->check(kNonNegative);
-  cmd->add_option("--val-n", cfg->val_n,
-                  "image: validation split of the training images [n, n + val_n), evaluated beside the test split")
-      ->check(kNonNegative)
-      ->capture_default_str();
-  cmd->add_option("--init-scale", cfg->init_scale, "scale of the non-frame weight matrices at initialisation")
-      ->check(kPositive)
-      ->capture_default_str();
-  cmd->add_option("--layers", cfg->layers, "image encoder layers")->check(kPositive)->capture_default_str();
-  cmd->add_option("--pooling", cfg->pooling, "mean | cls")->check(CLI::IsMember({"mean", "cls"}))->capture_default_str();
-  cmd->add_option("--positional", cfg->positional, "learned | none")
-      ->check(CLI::IsMember({"learned", "none"}))
-      ->capture_default_str();
-  cmd->add_option("--pca-samples", cfg->pca_samples, "patches for the PCA fit")->check(kPositive)->capture_default_str();
-  cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(kPositive)->capture_default_str();
-  cmd->add_option("--eval-every", cfg->eval_every, "epochs between test evaluations; the last epoch is always evaluated (default: image 1, grok 100)")->check(kNonNegative);
-  cmd->add_option("--compute", cfg->compute,
-                  "pinned: one OpenBLAS thread, glibc keeping freed memory and the small-matrix attention kernel, set by the program (results do not "
-                  "depend on the environment); environment: BLAS threads and malloc from the environment, "
-                  "evaluation in chunks of 2048, attention through torch::matmul (the reference configuration of bench/train_speed.sh)")
-      ->check(CLI::IsMember({"pinned", "environment"}))
-      ->capture_default_str();
+  add_optimiser_options(cmd, cfg.get());
+  add_model_options(cmd, cfg.get());
   cmd->add_flag("--quiet", cfg->quiet, "no progress output");
   cmd->callback([cfg, &exit_code] {
     run_command("train", exit_code, [&] {

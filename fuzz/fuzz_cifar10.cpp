@@ -11,8 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   stiefel::training::ImageSet set;
   try {
     stiefel::training::append_cifar10(set, bytes, "fuzz.bin", std::int64_t(size / 3073));
-    if (set.labels.size() != std::size_t(set.count) || set.pixels.size() != std::size_t(set.count) * 3072) __builtin_trap();
-  } catch (const stiefel::training::DataError&) {
-  }
+    if (set.labels.size() != std::size_t(set.count) || set.pixels.size() != std::size_t(set.count) * 3072)
+      __builtin_trap();
+  } catch (const stiefel::training::DataError&) {}
   return 0;
 }

@@ -11,7 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (claims.is_discarded()) return 0;
   try {
     stiefel::reports::build_ledger(claims, {}, nullptr, "claims.json");
-  } catch (const stiefel::reports::ExperimentError&) {
-  }
+  } catch (const stiefel::reports::ExperimentError&) {}
   return 0;
 }

@@ -12,7 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const auto ex = stiefel::reports::resolve(d, profile, path);
       for (const auto& run : ex.runs) stiefel::reports::train_arguments(run);
     }
-  } catch (const stiefel::reports::ExperimentError&) {
-  }
+  } catch (const stiefel::reports::ExperimentError&) {}
   return 0;
 }

@@ -16,7 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (set.labels.size() != std::size_t(set.count) ||
         set.pixels.size() != std::size_t(set.count * set.height * set.width))
       __builtin_trap();
-  } catch (const stiefel::training::DataError&) {
-  }
+  } catch (const stiefel::training::DataError&) {}
   return 0;
 }

@@ -13,8 +13,10 @@ namespace stiefel::fuzz {
 
 // A file in the temporary folder holding BYTES; one per process and NAME, rewritten each input.
 inline std::string as_file(const std::string& name, const std::uint8_t* data, std::size_t size) {
-  const auto path = std::filesystem::temp_directory_path() / ("stiefel-fuzz-" + std::to_string(::getpid()) + "-" + name);
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data), std::streamsize(size));
+  const auto path =
+      std::filesystem::temp_directory_path() / ("stiefel-fuzz-" + std::to_string(::getpid()) + "-" + name);
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), std::streamsize(size));
   return path.string();
 }
 

@@ -16,10 +16,10 @@
 
 namespace stiefel::test {
 
-using std::abs;
 using properties::frobenius_inner;
 using properties::matrix_identity;
 using properties::scalar_identity;
+using std::abs;
 
 // RC_ASSERT of an identity: a failure reports its ratio, expected, actual and difference.
 template <class S>
@@ -172,7 +172,7 @@ Matrix<S> hand_polar(const Matrix<S>& m) {
 template <class S>
 void b2_first_steps_match_hand(const HandCase<S>& hc) {
   using std::sqrt;
-  const Matrix<S> &w = hc.w, &g = hc.g, &xi = hc.xi;
+  const Matrix<S>&w = hc.w, &g = hc.g, &xi = hc.xi;
   const Index r = hc.r;
   const double factor = hc.factor;
   {  // B2, cap active: m̂ = ξ, v̂ = ‖ξ‖², η = −lr ξ/(‖ξ‖+ε) scaled to τ√r.
@@ -206,7 +206,7 @@ void b2_first_steps_match_hand(const HandCase<S>& hc) {
 // The per-column, B2m and B2m-can first steps.
 template <class S>
 void moment_variant_first_steps_match_hand(const HandCase<S>& hc) {
-  const Matrix<S> &w = hc.w, &g = hc.g, &xi = hc.xi;
+  const Matrix<S>&w = hc.w, &g = hc.g, &xi = hc.xi;
   const Index r = hc.r;
   const double factor = hc.factor;
   {  // Per column: q_j = ξ_j/(‖ξ_j‖+ε), re-projected, capped.
@@ -242,7 +242,7 @@ void moment_variant_first_steps_match_hand(const HandCase<S>& hc) {
 // PA16's and the Stiefel SGD step, the frozen arm, and AdamW's first step.
 template <class S>
 void sgd_frozen_adamw_steps_match_hand(const HandCase<S>& hc) {
-  const Matrix<S> &w = hc.w, &g = hc.g, &xi = hc.xi;
+  const Matrix<S>&w = hc.w, &g = hc.g, &xi = hc.xi;
   const double factor = hc.factor;
   {  // B2-SGD / PA16: W ← polar(W − η (I − WWᵀ) G).
     const S lr = S(2) / S(100);
@@ -262,8 +262,7 @@ void sgd_frozen_adamw_steps_match_hand(const HandCase<S>& hc) {
     AdamWHyper<S> h;
     h.lr = S(0.01);
     h.weight_decay = S(0.05);
-    const Matrix<S> w1 = (S(1) - h.lr * h.weight_decay) * w -
-                         h.lr * (g.array() / (g.array().abs() + h.eps)).matrix();
+    const Matrix<S> w1 = (S(1) - h.lr * h.weight_decay) * w - h.lr * (g.array() / (g.array().abs() + h.eps)).matrix();
     const auto out = adamw_step<S>({w}, {g}, make_adamw_state<S>({w}), h);
     EXPECT_TRUE(holds(matrix_identity<S>("AdamW step", w1, out.params[0], S(1), factor)));
   }
@@ -273,7 +272,7 @@ void sgd_frozen_adamw_steps_match_hand(const HandCase<S>& hc) {
 template <class S>
 void soft_penalty_matches_hand(HandCase<S>& hc) {
   using std::sqrt;
-  const Matrix<S> &w = hc.w, &g = hc.g;
+  const Matrix<S>&w = hc.w, &g = hc.g;
   const Index d = hc.d, r = hc.r;
   const double factor = hc.factor;
   Rng& rng = hc.rng;
@@ -282,14 +281,15 @@ void soft_penalty_matches_hand(HandCase<S>& hc) {
     const S lambda(0.1);
     const Matrix<S> m = w + S(0.1) * g;
     const Matrix<S> e = m.transpose() * m - eye;
-    EXPECT_TRUE(holds(scalar_identity<S>("soft penalty", S(lambda * e.squaredNorm()),
-                                         soft_orthogonality_penalty<S>(m, lambda), S(lambda * e.squaredNorm()),
-                                         factor)));
+    EXPECT_TRUE(
+        holds(scalar_identity<S>("soft penalty", S(lambda * e.squaredNorm()), soft_orthogonality_penalty<S>(m, lambda),
+                                 S(lambda * e.squaredNorm()), factor)));
     const Matrix<S> grad = soft_orthogonality_gradient<S>(m, lambda);
     const Matrix<S> dir = gaussian_matrix<S>(rng, d, r);
     const S h = sqrt(sqrt(Eigen::NumTraits<S>::epsilon()));  // central difference: error O(h²)
-    const S fd = (soft_orthogonality_penalty<S>(m + h * dir, lambda) -
-                  soft_orthogonality_penalty<S>(m - h * dir, lambda)) / (S(2) * h);
+    const S fd =
+        (soft_orthogonality_penalty<S>(m + h * dir, lambda) - soft_orthogonality_penalty<S>(m - h * dir, lambda)) /
+        (S(2) * h);
     const S an = frobenius_inner<S>(grad, dir);
     EXPECT_LT(to_double(S(abs(fd - an) / abs(an))), to_double(S(100) * h * h));
   }
@@ -311,8 +311,8 @@ void block_orthogonal_layout() {
   const auto heads = random_block_orthogonal_frames<S>(rng, {12, 3}, 4);
   const Matrix<S> block = stack_heads(heads);
   EXPECT_TRUE(holds(properties::on_stiefel<S>(block, 12.0)));
-  EXPECT_TRUE(holds(matrix_identity<S>("W_0^T W_3 = 0", Matrix<S>::Zero(3, 3), heads[0].transpose() * heads[3], S(1),
-                                       12.0)));
+  EXPECT_TRUE(
+      holds(matrix_identity<S>("W_0^T W_3 = 0", Matrix<S>::Zero(3, 3), heads[0].transpose() * heads[3], S(1), 12.0)));
   EXPECT_THROW(random_block_orthogonal_frames<S>(rng, {12, 4}, 4), std::invalid_argument);
   EXPECT_THROW(check_frame_shape({3, 4}), std::invalid_argument);
   EXPECT_EQ(split_heads<S>(block, 4).size(), 4u);
@@ -321,24 +321,21 @@ void block_orthogonal_layout() {
 }  // namespace stiefel::test
 
 // Instantiates every property for one scalar type; max_d keeps the slow types' cases small.
-#define STIEFEL_CORE_TESTS(Suite, S, max_d)                                                      \
-  RC_GTEST_PROP(Suite, TangentProjectorIsTheOrthogonalProjector, ()) {                         \
-    stiefel::test::prop_tangent_projector<S>(*stiefel::properties::gen_shape(max_d));          \
-  }                                                                                            \
-  RC_GTEST_PROP(Suite, HorizontalProjectorAndSplitIdentity, ()) {                              \
-    stiefel::test::prop_horizontal_projector<S>(*stiefel::properties::gen_shape(max_d));       \
-  }                                                                                            \
-  RC_GTEST_PROP(Suite, PolarRoutesLandOnTheManifoldAndAgree, ()) {                             \
-    stiefel::test::prop_polar_routes<S>(*stiefel::properties::gen_shape(max_d),                \
-                                        *rc::gen::inRange(-8, 5) * 1.0);                       \
-  }                                                                                            \
-  RC_GTEST_PROP(Suite, PolarRetractionIsSecondOrder, ()) {                                     \
-    stiefel::test::prop_retraction_second_order<S>(*stiefel::properties::gen_shape(max_d));   \
-  }                                                                                            \
-  RC_GTEST_PROP(Suite, AttentionGradientTaylorRemainderIsSecondOrder, ()) {                    \
-    stiefel::test::prop_attention_gradient_taylor<S>(*stiefel::properties::gen_shape(max_d));  \
-  }                                                                                            \
-  TEST(Suite, FirstStepOfEveryRuleMatchesHandComputation) {                                    \
-    stiefel::test::first_steps_match_hand_computation<S>();                                    \
-  }                                                                                            \
+#define STIEFEL_CORE_TESTS(Suite, S, max_d)                                                                           \
+  RC_GTEST_PROP(Suite, TangentProjectorIsTheOrthogonalProjector, ()) {                                                \
+    stiefel::test::prop_tangent_projector<S>(*stiefel::properties::gen_shape(max_d));                                 \
+  }                                                                                                                   \
+  RC_GTEST_PROP(Suite, HorizontalProjectorAndSplitIdentity, ()) {                                                     \
+    stiefel::test::prop_horizontal_projector<S>(*stiefel::properties::gen_shape(max_d));                              \
+  }                                                                                                                   \
+  RC_GTEST_PROP(Suite, PolarRoutesLandOnTheManifoldAndAgree, ()) {                                                    \
+    stiefel::test::prop_polar_routes<S>(*stiefel::properties::gen_shape(max_d), *rc::gen::inRange(-8, 5) * 1.0);      \
+  }                                                                                                                   \
+  RC_GTEST_PROP(Suite, PolarRetractionIsSecondOrder, ()) {                                                            \
+    stiefel::test::prop_retraction_second_order<S>(*stiefel::properties::gen_shape(max_d));                           \
+  }                                                                                                                   \
+  RC_GTEST_PROP(Suite, AttentionGradientTaylorRemainderIsSecondOrder, ()) {                                           \
+    stiefel::test::prop_attention_gradient_taylor<S>(*stiefel::properties::gen_shape(max_d));                         \
+  }                                                                                                                   \
+  TEST(Suite, FirstStepOfEveryRuleMatchesHandComputation) { stiefel::test::first_steps_match_hand_computation<S>(); } \
   TEST(Suite, BlockOrthogonalLayout) { stiefel::test::block_orthogonal_layout<S>(); }

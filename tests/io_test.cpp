@@ -83,10 +83,11 @@ TEST_F(Folder, SymbolicLinksFoldersAndFifosAreRefusedAndKept) {
 TEST_F(Folder, AFailingWriterLeavesTheOldFileAndNoTemporary) {
   const auto p = dir / "out";
   stiefel::io::write_file_atomically(p, "old");
-  EXPECT_THROW(stiefel::io::write_file_atomically(p, [](const fs::path& tmp) {
-                 std::ofstream(tmp) << "half";
-                 throw std::runtime_error("disk full");
-               }),
+  EXPECT_THROW(stiefel::io::write_file_atomically(p,
+                                                  [](const fs::path& tmp) {
+                                                    std::ofstream(tmp) << "half";
+                                                    throw std::runtime_error("disk full");
+                                                  }),
                IoError);
   EXPECT_EQ(read(p), "old");
   EXPECT_EQ(entries(), 1u);
@@ -110,10 +111,10 @@ TEST_F(Folder, AnUncommittedPendingFileIsRemovedACommittedOneReplaces) {
 
 TEST_F(Folder, TemporariesOfDeadProcessesAreRemovedOthersKept) {
   const auto p = dir / "run.json";
-  std::ofstream(p.string() + ".tmp.999999999") << "stale";                   // no such process
-  std::ofstream(p.string() + ".tmp.1") << "init's";                          // a live process
-  std::ofstream(p.string() + ".tmp.notapid") << "other";                     // not ours
-  std::ofstream(dir / "other.json.tmp.999999999") << "another file's";       // another file
+  std::ofstream(p.string() + ".tmp.999999999") << "stale";                                         // no such process
+  std::ofstream(p.string() + ".tmp.1") << "init's";                                                // a live process
+  std::ofstream(p.string() + ".tmp.notapid") << "other";                                           // not ours
+  std::ofstream(dir / "other.json.tmp.999999999") << "another file's";                             // another file
   const std::string here = stiefel::io::temporary_path(p).string().substr(p.string().size() + 5);  // PID.HOST
   const std::string host = here.substr(here.find('.') + 1);
   std::ofstream(p.string() + ".tmp.999999998." + host) << "stale, this machine's";
@@ -147,7 +148,7 @@ TEST_F(Folder, TheLockProbeSeesAHolderAndLeavesNoLockBehind) {
     stiefel::io::FolderLock held(dir);
     EXPECT_TRUE(stiefel::io::folder_lock_held(dir));
   }
-  EXPECT_FALSE(stiefel::io::folder_lock_held(dir));  // the lock file remains, nobody holds it
+  EXPECT_FALSE(stiefel::io::folder_lock_held(dir));     // the lock file remains, nobody holds it
   EXPECT_NO_THROW(stiefel::io::FolderLock again(dir));  // and the probe did not keep it
 }
 

@@ -10,7 +10,7 @@ namespace {
 TEST(PairedStatistics, MeanAndBothStandardDeviations) {
   const std::vector<double> x{1, 2, 3, 4};
   EXPECT_DOUBLE_EQ(mean(x), 2.5);
-  EXPECT_DOUBLE_EQ(standard_deviation(x, 0), std::sqrt(1.25));      // population
+  EXPECT_DOUBLE_EQ(standard_deviation(x, 0), std::sqrt(1.25));       // population
   EXPECT_DOUBLE_EQ(standard_deviation(x, 1), std::sqrt(5.0 / 3.0));  // sample
   EXPECT_THROW(standard_deviation({1.0}, 1), std::invalid_argument);
 }

@@ -127,14 +127,17 @@ TEST_F(Runner, TheStateOfEachRunFolder) {
 
   std::ostringstream out;
   stiefel::runner::print_status(grid, stiefel::runner::grid_status(grid), out);
-  EXPECT_NE(out.str().find("4 runs: 0 completed, 1 diverged, 0 running, 0 queued, 2 failed, 1 repair, 0 missing"), std::string::npos)
+  EXPECT_NE(out.str().find("4 runs: 0 completed, 1 diverged, 0 running, 0 queued, 2 failed, 1 repair, 0 missing"),
+            std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("log " + (grid.run_dir(2) / "log.txt").string() + ": stiefel train: data: no such file"),
             std::string::npos)
       << out.str();
   // A record "failed" (an error inside an epoch) names its epoch and error, whatever the log says.
   write(grid.run_dir(2) / "run.json",
-        json({{"status", "failed"}, {"config", {{"epochs", 40}}}, {"epochs", json::array({{{"epoch", 12}}})},
+        json({{"status", "failed"},
+              {"config", {{"epochs", 40}}},
+              {"epochs", json::array({{{"epoch", 12}}})},
               {"failure", {{"epoch", 13}, {"step", 500}, {"error", "linalg.eigh: failed to converge"}}}})
             .dump());
   s = run_status(grid.run_dir(2));
@@ -188,10 +191,11 @@ TEST_F(Runner, SlurmScriptsRunTheUnfinishedRunsOnly) {
   EXPECT_NE(a.find("#SBATCH --chdir=" + dir.string() + "\n"), std::string::npos) << a;
   // The scripts run a copy of the binary named by its content, in OUT/slurm/bin.
   EXPECT_EQ(plan.binary.parent_path(), fs::absolute(grid.out) / "slurm" / "bin");
-  EXPECT_EQ(plan.binary.filename().string(),
-            "stiefel-" + stiefel::io::sha256_file(o.executable).substr(0, 16));
+  EXPECT_EQ(plan.binary.filename().string(), "stiefel-" + stiefel::io::sha256_file(o.executable).substr(0, 16));
   EXPECT_EQ(plan.array_path.filename(), "array-1.sbatch");
-  EXPECT_NE(a.find("exec " + plan.binary.string() + " experiment " + std::string(STIEFEL_TEST_SLURM_GRID)), std::string::npos) << a;
+  EXPECT_NE(a.find("exec " + plan.binary.string() + " experiment " + std::string(STIEFEL_TEST_SLURM_GRID)),
+            std::string::npos)
+      << a;
   EXPECT_NE(a.find("#SBATCH --ntasks=1\n"), std::string::npos) << a;
   EXPECT_NE(a.find("--shard \"$((SLURM_ARRAY_TASK_ID + 1))/4\""), std::string::npos) << a;
   EXPECT_EQ(a.find("--gpus"), std::string::npos) << a;
@@ -238,7 +242,8 @@ TEST_F(Runner, SlurmOptionsAreChecked) {
   odd.out = dir / "with blank";
   EXPECT_THROW(stiefel::runner::plan_slurm(odd, o), std::invalid_argument);
   odd.out = dir / "100%";
-  EXPECT_NE(stiefel::runner::plan_slurm(odd, o).array_script.find("--output=" + (dir / "100%%").string() + "/slurm/logs/%A_%a.out"),
+  EXPECT_NE(stiefel::runner::plan_slurm(odd, o).array_script.find("--output=" + (dir / "100%%").string() +
+                                                                  "/slurm/logs/%A_%a.out"),
             std::string::npos);
   // The folder's pinned grid is checked before anything is planned (dry runs included).
   stiefel::runner::pin_grid(grid);
@@ -262,9 +267,9 @@ TEST_F(Runner, SlurmOptionsAreChecked) {
 // argument list contains REFUSE. Beside it a stand-in squeue that prints DIR/queue.txt.
 fs::path fake_sbatch(const fs::path& dir, const std::string& refuse) {
   const auto p = dir / "fake" / "sbatch";
-  write(p, "#!/bin/sh\necho \"$@\" >> " + (dir / "sbatch.log").string() + "\n" +
-               "case \"$*\" in *" + refuse + "*) echo 'sbatch: error: invalid partition' >&2; exit 1;; esac\n" +
-               "n=$(wc -l < " + (dir / "sbatch.log").string() + ")\necho \"$((100 + n));testcluster\"\n");
+  write(p, "#!/bin/sh\necho \"$@\" >> " + (dir / "sbatch.log").string() + "\n" + "case \"$*\" in *" + refuse +
+               "*) echo 'sbatch: error: invalid partition' >&2; exit 1;; esac\n" + "n=$(wc -l < " +
+               (dir / "sbatch.log").string() + ")\necho \"$((100 + n));testcluster\"\n");
   fs::permissions(p, fs::perms::owner_all);
   write(dir / "fake" / "squeue", "#!/bin/sh\ncat " + (dir / "queue.txt").string() + " 2>/dev/null\nexit 0\n");
   fs::permissions(dir / "fake" / "squeue", fs::perms::owner_all);
@@ -319,7 +324,8 @@ TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {
     ADD_FAILURE() << "a refused report job was not reported";
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("refused the report job (exit 1): sbatch: error: invalid partition"), std::string::npos) << what;
+    EXPECT_NE(what.find("refused the report job (exit 1): sbatch: error: invalid partition"), std::string::npos)
+        << what;
     EXPECT_NE(what.find("the array job 101 was submitted"), std::string::npos) << what;
   }
   const auto subs = json::parse(read(grid.out / "slurm" / "submissions.json"));
@@ -332,7 +338,8 @@ TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {
     stiefel::runner::submit_slurm(grid, plan, o);
     ADD_FAILURE() << "a missing sbatch was not reported";
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("no-such-sbatch: cannot run it (No such file or directory)"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("no-such-sbatch: cannot run it (No such file or directory)"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -11,47 +11,75 @@ RiemannianAdamHyper<double> capped(RiemannianAdamHyper<double> h, const Rates& r
   return h;
 }
 
+// Each arm names the fields it sets; the others keep Arm's defaults (Euclidean, one frame per head,
+// no codebook).
 std::vector<Arm> build() {
   std::vector<Arm> a;
-  a.push_back({"a2", "A2", "AdamW with weight decay on W_Q, W_K (Xavier init): the unconstrained baseline", true,
-               false, nullptr});
-  a.push_back({"a2-nwf", "A2-nwf", "A2 without weight decay on W_Q, W_K", false, false, nullptr});
-  a.push_back({"soft", "Soft", "A2 plus the soft-orthogonality penalty λ‖WᵀW − I‖_F² (--soft-lambda)", true, true,
-               nullptr});
-  a.push_back({"b2", "B2", "Riemannian Adam, one second moment per frame, Stiefel projection, cap τ√r", false, false,
-               [](const Rates& r) -> FrameRule { return capped(b2_hyper(r.riemann_lr, r.eps), r); }});
-  a.push_back({"b2-mean-moment", "B2-mean",
-               "B2 with v_h the mean of ξ∘ξ over the d·r entries (§3.2's second reading; variant)", false, false,
-               [](const Rates& r) -> FrameRule { return capped(b2_mean_hyper(r.riemann_lr, r.eps), r); }});
-  a.push_back({"b2-block", "B2-block",
-               "B2 on the H heads of W_Q (and of W_K) as one frame in St(d, H·r): mutually orthogonal heads "
-               "(§3.2; variant)",
-               false, false, [](const Rates& r) -> FrameRule { return capped(b2_hyper(r.riemann_lr, r.eps), r); },
-               /*block_heads=*/true});
-  a.push_back({"b2-column", "B2-col", "B2 with one second moment per column (Prop. 7)", false, false,
-               [](const Rates& r) -> FrameRule { return capped(per_column_hyper(r.riemann_lr, r.eps), r); }});
-  a.push_back({"b2-grassmann", "B2-Gr", "B2 with the horizontal (Grassmann) projection", false, false,
-               [](const Rates& r) -> FrameRule { return capped(b2_grassmann_hyper(r.riemann_lr, r.eps), r); }});
-  a.push_back({"b2m", "B2m", "Riemannian Adam with Adam's elementwise moment, no cap, at --elementwise-lr", false,
-               false, [](const Rates& r) -> FrameRule { return b2m_hyper(r.elementwise_lr, r.eps); }});
-  a.push_back({"b2m-can", "B2m-can", "B2m with the canonical-metric gradient", false, false,
-               [](const Rates& r) -> FrameRule { return b2m_can_hyper(r.elementwise_lr, r.eps); }});
-  a.push_back({"b2-sgd", "PA16", "fixed-step Riemannian SGD on the horizontal space at --sgd-lr (PA16)", false, false,
-               [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); }});
-  a.push_back({"b2-sgd-stiefel", "B2-SGD-St", "fixed-step Riemannian SGD with the Stiefel projection", false, false,
-               [](const Rates& r) -> FrameRule { return sgd_stiefel_hyper(r.sgd_lr); }});
-  a.push_back({"c2", "C2",
-               "PA16 plus the codebook prior β·mean_h min_k d_c(W_h, C_k)²/r toward a Grassmann K-means codebook "
-               "of the training images' patch spans (--codebook-beta, --codebook-k; §3.3, Table 2; image task)",
-               false, false, [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); }, false,
-               [](const Rates& r) { return r.codebook_beta; }});
-  a.push_back({"c2-nb", "C2-nb",
-               "C2 with β = 0: its codebook built and not used, so PA16 itself (Table 1: \"B2-SGD up to the "
-               "random draw\"; image task)",
-               false, false, [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); }, false,
-               [](const Rates&) { return 0.0; }});
-  a.push_back({"frozen", "Frozen", "orthonormal init, η_R = 0: the constraint without its optimisation", false, false,
-               [](const Rates&) -> FrameRule { return frozen_hyper<double>(); }});
+  a.push_back({.name = "a2",
+               .label = "A2",
+               .summary = "AdamW with weight decay on W_Q, W_K (Xavier init): the unconstrained baseline",
+               .frame_decay = true});
+  a.push_back({.name = "a2-nwf", .label = "A2-nwf", .summary = "A2 without weight decay on W_Q, W_K"});
+  a.push_back({.name = "soft",
+               .label = "Soft",
+               .summary = "A2 plus the soft-orthogonality penalty λ‖WᵀW − I‖_F² (--soft-lambda)",
+               .frame_decay = true,
+               .soft_penalty = true});
+  a.push_back({.name = "b2",
+               .label = "B2",
+               .summary = "Riemannian Adam, one second moment per frame, Stiefel projection, cap τ√r",
+               .rule = [](const Rates& r) -> FrameRule { return capped(b2_hyper(r.riemann_lr, r.eps), r); }});
+  a.push_back({.name = "b2-mean-moment",
+               .label = "B2-mean",
+               .summary = "B2 with v_h the mean of ξ∘ξ over the d·r entries (§3.2's second reading; variant)",
+               .rule = [](const Rates& r) -> FrameRule { return capped(b2_mean_hyper(r.riemann_lr, r.eps), r); }});
+  a.push_back({.name = "b2-block",
+               .label = "B2-block",
+               .summary = "B2 on the H heads of W_Q (and of W_K) as one frame in St(d, H·r): mutually orthogonal "
+                          "heads (§3.2; variant)",
+               .rule = [](const Rates& r) -> FrameRule { return capped(b2_hyper(r.riemann_lr, r.eps), r); },
+               .block_heads = true});
+  a.push_back({.name = "b2-column",
+               .label = "B2-col",
+               .summary = "B2 with one second moment per column (Prop. 7)",
+               .rule = [](const Rates& r) -> FrameRule { return capped(per_column_hyper(r.riemann_lr, r.eps), r); }});
+  a.push_back({.name = "b2-grassmann",
+               .label = "B2-Gr",
+               .summary = "B2 with the horizontal (Grassmann) projection",
+               .rule = [](const Rates& r) -> FrameRule { return capped(b2_grassmann_hyper(r.riemann_lr, r.eps), r); }});
+  a.push_back({.name = "b2m",
+               .label = "B2m",
+               .summary = "Riemannian Adam with Adam's elementwise moment, no cap, at --elementwise-lr",
+               .rule = [](const Rates& r) -> FrameRule { return b2m_hyper(r.elementwise_lr, r.eps); }});
+  a.push_back({.name = "b2m-can",
+               .label = "B2m-can",
+               .summary = "B2m with the canonical-metric gradient",
+               .rule = [](const Rates& r) -> FrameRule { return b2m_can_hyper(r.elementwise_lr, r.eps); }});
+  a.push_back({.name = "b2-sgd",
+               .label = "PA16",
+               .summary = "fixed-step Riemannian SGD on the horizontal space at --sgd-lr (PA16)",
+               .rule = [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); }});
+  a.push_back({.name = "b2-sgd-stiefel",
+               .label = "B2-SGD-St",
+               .summary = "fixed-step Riemannian SGD with the Stiefel projection",
+               .rule = [](const Rates& r) -> FrameRule { return sgd_stiefel_hyper(r.sgd_lr); }});
+  a.push_back({.name = "c2",
+               .label = "C2",
+               .summary = "PA16 plus the codebook prior β·mean_h min_k d_c(W_h, C_k)²/r toward a Grassmann K-means "
+                          "codebook of the training images' patch spans (--codebook-beta, --codebook-k; §3.3, "
+                          "Table 2; image task)",
+               .rule = [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); },
+               .codebook_beta = [](const Rates& r) { return r.codebook_beta; }});
+  a.push_back({.name = "c2-nb",
+               .label = "C2-nb",
+               .summary = "C2 with β = 0: its codebook built and not used, so PA16 itself (Table 1: \"B2-SGD up to "
+                          "the random draw\"; image task)",
+               .rule = [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); },
+               .codebook_beta = [](const Rates&) { return 0.0; }});
+  a.push_back({.name = "frozen",
+               .label = "Frozen",
+               .summary = "orthonormal init, η_R = 0: the constraint without its optimisation",
+               .rule = [](const Rates&) -> FrameRule { return frozen_hyper<double>(); }});
   return a;
 }
 

@@ -16,7 +16,7 @@ inline double real(double lo, double hi, int steps = 1000) {
 
 struct FrameOptions {
   int min_d = 1, max_d = 24, min_r = 1;
-  bool r_below_d = false;     // r < d
+  bool r_below_d = false;       // r < d
   bool not_one_by_one = false;  // (d, r) ≠ (1, 1)
   double scale_lo = -12, scale_hi = 12;
 };
@@ -52,8 +52,8 @@ inline rc::Gen<Case> attention(int min_r, double max_log10_scale = 1.0) {
   });
 }
 
-// Gradient sequences: d ≥ 2, a persistent direction of weight corr ∈ [0, 1], T = 10^[0, 3] steps (1 … 1000), seven magnitude profiles, base scale
-// 10^[−30, 30], rates 10^[−3, 1] (cap inactive and active), ε = 0 or 10^[−12, −2].
+// Gradient sequences: d ≥ 2, a persistent direction of weight corr ∈ [0, 1], T = 10^[0, 3] steps (1 … 1000), seven
+// magnitude profiles, base scale 10^[−30, 30], rates 10^[−3, 1] (cap inactive and active), ε = 0 or 10^[−12, −2].
 inline void draw_sequence(Case& c, int max_d) {
   c.d = *rc::gen::inRange(2, max_d + 1);  // St(1,1) = {±1} has no tangent directions
   c.r = *rc::gen::inRange(1, c.d + 1);

@@ -45,17 +45,15 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-bool passes(const CheckResult& r, double tolerance) {
-  return std::isfinite(r.ratio) && r.ratio <= tolerance;
-}
+bool passes(const CheckResult& r, double tolerance) { return std::isfinite(r.ratio) && r.ratio <= tolerance; }
 
-nlohmann::json finite_or_null(double x) {
-  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
-}
+nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 
 nlohmann::json result_json(const CheckResult& r) {
-  return {{"ratio", finite_or_null(r.ratio)}, {"residual", finite_or_null(r.residual)},
-          {"normaliser", finite_or_null(r.normaliser)}, {"detail", r.detail}};
+  return {{"ratio", finite_or_null(r.ratio)},
+          {"residual", finite_or_null(r.residual)},
+          {"normaliser", finite_or_null(r.normaliser)},
+          {"detail", r.detail}};
 }
 
 // Runs a check, turning an exception into a failing result that says what was thrown.
@@ -232,8 +230,7 @@ Verdict judge(const ClaimSetting& s, const std::vector<CaseRecord>& cases, const
   if (s.use_mp50) v.counterexample["mp50"] = result_json(rmp = guarded(s.active->mp50, minimal));
   if (s.use_double && s.use_mp50) {
     // A false claim's violation does not shrink with precision; a rounding artefact does.
-    const bool persists = !passes(rmp, s.claim.tolerance) &&
-                          std::abs(rmp.residual) >= 0.01 * std::abs(r64.residual);
+    const bool persists = !passes(rmp, s.claim.tolerance) && std::abs(rmp.residual) >= 0.01 * std::abs(r64.residual);
     v.observed = persists ? "refuted" : "inconclusive";
     std::ostringstream os;
     os << std::setprecision(4) << (persists ? "violation persists at 50 digits" : "violation shrinks with precision")
@@ -261,8 +258,8 @@ ControlRuns run_controls(const ClaimSetting& s, const std::vector<CaseRecord>& c
     nlohmann::json surviving = nullptr, example = nullptr;
     for (const auto& rec : cases) {
       const CheckResult r = s.primary(ctl.check, rec.value);
-      const double margin = std::isfinite(r.ratio) ? r.ratio / claim.tolerance
-                                                   : std::numeric_limits<double>::infinity();
+      const double margin =
+          std::isfinite(r.ratio) ? r.ratio / claim.tolerance : std::numeric_limits<double>::infinity();
       if (example.is_null()) example = r.detail;
       if (margin < min_margin) min_margin = margin;
       if (!(margin >= claim.control_margin)) {
@@ -272,12 +269,15 @@ ControlRuns run_controls(const ClaimSetting& s, const std::vector<CaseRecord>& c
     }
     const bool is_killed = survived == 0;
     out.killed += is_killed;
-    out.entries.push_back({{"id", ctl.id}, {"description", ctl.description},
+    out.entries.push_back({{"id", ctl.id},
+                           {"description", ctl.description},
                            {"status", is_killed ? "killed" : "survived"},
                            {"min_margin", finite_or_null(min_margin)},
                            {"required_margin", claim.control_margin},
-                           {"cases", int(cases.size())}, {"cases_survived", survived},
-                           {"first_case_detail", example}, {"surviving_case", surviving}});
+                           {"cases", int(cases.size())},
+                           {"cases_survived", survived},
+                           {"first_case_detail", example},
+                           {"surviving_case", surviving}});
   }
   return out;
 }
@@ -291,30 +291,40 @@ nlohmann::json claim_figures(const ClaimSetting& s) {
 }
 
 // The claim's entry in the certificate.
-nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, const CaseTally& t,
-                           const Verdict& v, const ControlRuns& controls, nlohmann::json figures,
-                           const ClaimRun& run) {
+nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, const CaseTally& t, const Verdict& v,
+                           const ControlRuns& controls, nlohmann::json figures, const ClaimRun& run) {
   const Claim& claim = s.claim;
   return {
-      {"id", claim.id}, {"source", claim.source}, {"statement", claim.statement},
-      {"kind", claim.kind}, {"generator", claim.generator}, {"residual", claim.residual},
-      {"tolerance", {{"value", claim.tolerance}, {"meaning", claim.factor},
-                     {"control_margin", claim.control_margin}}},
-      {"expected", expected_name(claim.expected)}, {"analysis", claim.analysis},
-      {"observed", run.observed}, {"meets_expectation", run.met},
+      {"id", claim.id},
+      {"source", claim.source},
+      {"statement", claim.statement},
+      {"kind", claim.kind},
+      {"generator", claim.generator},
+      {"residual", claim.residual},
+      {"tolerance", {{"value", claim.tolerance}, {"meaning", claim.factor}, {"control_margin", claim.control_margin}}},
+      {"expected", expected_name(claim.expected)},
+      {"analysis", claim.analysis},
+      {"observed", run.observed},
+      {"meets_expectation", run.met},
       {"swapped_control", s.swapped ? nlohmann::json(s.swapped->id) : nlohmann::json(nullptr)},
-      {"cases", n}, {"cases_mp50", s.use_mp50 ? n : 0},
-      {"failures", {{"float64", s.use_double ? nlohmann::json(t.fail64) : nlohmann::json(nullptr)},
-                    {"mp50", s.use_mp50 ? nlohmann::json(t.failmp) : nlohmann::json(nullptr)}}},
-      {"worst", {{"ratio_float64", s.use_double ? finite_or_null(t.worst64) : nullptr},
-                 {"ratio_mp50", s.use_mp50 ? finite_or_null(t.worstmp) : nullptr},
-                 {"residual_float64", s.use_double ? finite_or_null(t.resid64) : nullptr},
-                 {"residual_mp50", s.use_mp50 ? finite_or_null(t.residmp) : nullptr},
-                 {"case", t.worst_case}}},
-      {"precision_behaviour", v.behaviour}, {"counterexample", v.counterexample},
-      {"controls", controls.entries}, {"figures", figures}, {"seconds", run.seconds},
-      {"reproduce", "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
-                        std::to_string(opt.cases) + " --claims '^" + claim.id + "$'"}};
+      {"cases", n},
+      {"cases_mp50", s.use_mp50 ? n : 0},
+      {"failures",
+       {{"float64", s.use_double ? nlohmann::json(t.fail64) : nlohmann::json(nullptr)},
+        {"mp50", s.use_mp50 ? nlohmann::json(t.failmp) : nlohmann::json(nullptr)}}},
+      {"worst",
+       {{"ratio_float64", s.use_double ? finite_or_null(t.worst64) : nullptr},
+        {"ratio_mp50", s.use_mp50 ? finite_or_null(t.worstmp) : nullptr},
+        {"residual_float64", s.use_double ? finite_or_null(t.resid64) : nullptr},
+        {"residual_mp50", s.use_mp50 ? finite_or_null(t.residmp) : nullptr},
+        {"case", t.worst_case}}},
+      {"precision_behaviour", v.behaviour},
+      {"counterexample", v.counterexample},
+      {"controls", controls.entries},
+      {"figures", figures},
+      {"seconds", run.seconds},
+      {"reproduce", "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " + std::to_string(opt.cases) +
+                        " --claims '^" + claim.id + "$'"}};
 }
 
 // Runs one claim: its cases, its verdict, its controls, its figures.
@@ -355,7 +365,8 @@ nlohmann::json generator_json() {
   std::string sha = run_command(git + "rev-parse HEAD 2>/dev/null");
   nlohmann::json dirty = nullptr;
   if (!sha.empty()) dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
-  return {{"name", "stiefel certify"}, {"version", STIEFEL_VERSION},
+  return {{"name", "stiefel certify"},
+          {"version", STIEFEL_VERSION},
           {"git_sha", sha.empty() ? nlohmann::json(nullptr) : nlohmann::json(sha)},
           {"git_dirty", dirty}};
 }
@@ -365,8 +376,8 @@ nlohmann::json build_json() {
           {"flags", STIEFEL_CXX_FLAGS},
           {"build_type", STIEFEL_BUILD_TYPE},
           {"libraries",
-           {{"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) +
-                          "." + std::to_string(EIGEN_MINOR_VERSION)},
+           {{"eigen", std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+                          std::to_string(EIGEN_MINOR_VERSION)},
             {"boost", BOOST_LIB_VERSION},
             {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
                                   std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
@@ -396,14 +407,12 @@ std::vector<const Claim*> select_claims(const RunOptions& opt) {
   try {
     pattern = std::regex(opt.claims, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    throw std::invalid_argument("--claims: '" + opt.claims + "' is not a valid regular expression (" +
-                                e.what() + ")");
+    throw std::invalid_argument("--claims: '" + opt.claims + "' is not a valid regular expression (" + e.what() + ")");
   }
   std::vector<const Claim*> selected;
   for (const auto& c : registry())
     if (std::regex_search(c.id, pattern)) selected.push_back(&c);
-  if (selected.empty())
-    throw std::invalid_argument("--claims: '" + opt.claims + "' matches no registered claim");
+  if (selected.empty()) throw std::invalid_argument("--claims: '" + opt.claims + "' matches no registered claim");
   if (opt.swap_control) {
     const auto colon = opt.swap_control->find(':');
     bool found = false;
@@ -411,8 +420,7 @@ std::vector<const Claim*> select_claims(const RunOptions& opt) {
       if (colon != std::string::npos && c.id == opt.swap_control->substr(0, colon))
         for (const auto& ctl : c.controls) found = found || ctl.id == opt.swap_control->substr(colon + 1);
     if (!found)
-      throw std::invalid_argument("--swap-control: '" + *opt.swap_control +
-                                  "' names no registered CLAIM:CONTROL pair");
+      throw std::invalid_argument("--swap-control: '" + *opt.swap_control + "' names no registered CLAIM:CONTROL pair");
   }
   return selected;
 }
@@ -436,9 +444,8 @@ std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, cons
       const auto& e = runs[i].entry;
       log << std::left << std::setw(38) << selected[i]->id << std::setw(10) << e["expected"].get<std::string>()
           << std::setw(13) << runs[i].observed << std::setw(5) << e["cases"].get<int>() << " controls "
-          << runs[i].controls_killed << "/" << runs[i].controls << std::right << std::fixed
-          << std::setprecision(1) << std::setw(7) << runs[i].seconds << "s  "
-          << (runs[i].met ? "ok" : "FAILED") << "\n";
+          << runs[i].controls_killed << "/" << runs[i].controls << std::right << std::fixed << std::setprecision(1)
+          << std::setw(7) << runs[i].seconds << "s  " << (runs[i].met ? "ok" : "FAILED") << "\n";
       log.unsetf(std::ios::fixed);
       log.flush();
     }
@@ -459,13 +466,17 @@ nlohmann::json summary_json(const std::vector<ClaimRun>& runs, RunResult& result
     controls_killed += r.controls_killed;
     (r.met ? result.passed : result.failed)++;
   }
-  return {{"claims", int(runs.size())}, {"controls", controls},
+  return {{"claims", int(runs.size())},
+          {"controls", controls},
           {"claims_and_controls", int(runs.size()) + controls},
-          {"certified", by_status["certified"]}, {"refuted", by_status["refuted"]},
-          {"vacuous", by_status["vacuous"]}, {"inconclusive", by_status["inconclusive"]},
+          {"certified", by_status["certified"]},
+          {"refuted", by_status["refuted"]},
+          {"vacuous", by_status["vacuous"]},
+          {"inconclusive", by_status["inconclusive"]},
           {"controls_killed", controls_killed},
           {"controls_survived", controls - controls_killed},
-          {"met_expectation", result.passed}, {"failed_expectation", result.failed},
+          {"met_expectation", result.passed},
+          {"failed_expectation", result.failed},
           {"passed", result.failed == 0}};
 }
 
@@ -487,24 +498,30 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
                                : opt.precision == Precision::kMp50 ? "mp50"
                                                                    : "both";
   std::string reproduce = "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
-                          std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " +
-                          precision_name;
+                          std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " + precision_name;
   if (opt.swap_control) reproduce += " --swap-control " + *opt.swap_control;
-  result.certificate = {
-      {"schema_version", kSchemaVersion},
-      {"generator", generator_json()},
-      {"build", build_json()},
-      {"platform", platform_json()},
-      {"run", {{"seed", opt.seed}, {"cases", opt.cases}, {"claims", opt.claims},
-               {"precision", precision_name}, {"jobs", jobs}, {"started_utc", started},
-               {"wall_seconds", wall}, {"command_line", opt.command_line}, {"reproduce", reproduce},
-               {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr}}},
-      {"precision", {{"working_type", "double (IEEE 754 binary64)"},
-                     {"unit_roundoff", to_double(unit_roundoff<double>())},
-                     {"reference_type", "boost::multiprecision::number<cpp_bin_float<50>, et_off>"},
-                     {"reference_unit_roundoff", to_double(unit_roundoff<mp50>())}}},
-      {"claims", claims},
-      {"summary", summary}};
+  result.certificate = {{"schema_version", kSchemaVersion},
+                        {"generator", generator_json()},
+                        {"build", build_json()},
+                        {"platform", platform_json()},
+                        {"run",
+                         {{"seed", opt.seed},
+                          {"cases", opt.cases},
+                          {"claims", opt.claims},
+                          {"precision", precision_name},
+                          {"jobs", jobs},
+                          {"started_utc", started},
+                          {"wall_seconds", wall},
+                          {"command_line", opt.command_line},
+                          {"reproduce", reproduce},
+                          {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr}}},
+                        {"precision",
+                         {{"working_type", "double (IEEE 754 binary64)"},
+                          {"unit_roundoff", to_double(unit_roundoff<double>())},
+                          {"reference_type", "boost::multiprecision::number<cpp_bin_float<50>, et_off>"},
+                          {"reference_unit_roundoff", to_double(unit_roundoff<mp50>())}}},
+                        {"claims", claims},
+                        {"summary", summary}};
   log << "wall " << std::fixed << std::setprecision(1) << wall << " s\n";
   log.unsetf(std::ios::fixed);
   return result;

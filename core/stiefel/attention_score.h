@@ -16,9 +16,9 @@ namespace stiefel {
 
 template <class Scalar>
 struct AttentionProblem {
-  Matrix<Scalar> x;           // n×d
-  Frames<Scalar> value;       // U_h: d×r_v
-  Frames<Scalar> readout;     // C_h: n×r_v
+  Matrix<Scalar> x;        // n×d
+  Frames<Scalar> value;    // U_h: d×r_v
+  Frames<Scalar> readout;  // C_h: n×r_v
 };
 
 template <class Scalar>
@@ -45,12 +45,10 @@ Matrix<Scalar> softmax_rows(const Matrix<Scalar>& s) {
 }
 
 template <class Scalar>
-AttentionGradient<Scalar> attention_loss_and_gradient(const AttentionProblem<Scalar>& problem,
-                                                      const Frames<Scalar>& wq,
+AttentionGradient<Scalar> attention_loss_and_gradient(const AttentionProblem<Scalar>& problem, const Frames<Scalar>& wq,
                                                       const Frames<Scalar>& wk) {
   using std::sqrt;
-  if (wq.size() != wk.size() || wq.size() != problem.value.size() ||
-      wq.size() != problem.readout.size())
+  if (wq.size() != wk.size() || wq.size() != problem.value.size() || wq.size() != problem.readout.size())
     throw std::invalid_argument("attention_loss_and_gradient: head counts differ");
   AttentionGradient<Scalar> out;
   const Matrix<Scalar>& x = problem.x;
@@ -71,8 +69,7 @@ AttentionGradient<Scalar> attention_loss_and_gradient(const AttentionProblem<Sca
 
 // A random problem with n tokens of dimension d, H heads, read-out width r_v; token scale `scale`.
 template <class Scalar>
-AttentionProblem<Scalar> random_attention_problem(Rng& rng, Index n, Index d, Index heads,
-                                                  Index rv, double scale) {
+AttentionProblem<Scalar> random_attention_problem(Rng& rng, Index n, Index d, Index heads, Index rv, double scale) {
   AttentionProblem<Scalar> p;
   p.x = gaussian_matrix<Scalar>(rng, n, d) * Scalar(scale);
   for (Index h = 0; h < heads; ++h) {

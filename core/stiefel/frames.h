@@ -19,17 +19,16 @@ struct FrameShape {
 // Throws std::invalid_argument unless 1 ≤ r ≤ d.
 inline void check_frame_shape(FrameShape s) {
   if (s.r < 1 || s.d < s.r)
-    throw std::invalid_argument("frame shape d=" + std::to_string(s.d) + ", r=" +
-                                std::to_string(s.r) + ": St(d,r) needs 1 <= r <= d");
+    throw std::invalid_argument("frame shape d=" + std::to_string(s.d) + ", r=" + std::to_string(s.r) +
+                                ": St(d,r) needs 1 <= r <= d");
 }
 
 // Throws std::invalid_argument unless the block-orthogonal frame St(d, H·r) exists (H·r ≤ d).
 inline void check_block_orthogonal_shape(FrameShape s, Index heads) {
   check_frame_shape(s);
   if (heads < 1 || heads * s.r > s.d)
-    throw std::invalid_argument("block-orthogonal heads: H*r = " + std::to_string(heads) + "*" +
-                                std::to_string(s.r) + " = " + std::to_string(heads * s.r) +
-                                " exceeds d = " + std::to_string(s.d) +
+    throw std::invalid_argument("block-orthogonal heads: H*r = " + std::to_string(heads) + "*" + std::to_string(s.r) +
+                                " = " + std::to_string(heads * s.r) + " exceeds d = " + std::to_string(s.d) +
                                 "; St(d, H*r) needs H*r <= d");
 }
 
@@ -52,8 +51,8 @@ Matrix<Scalar> stack_heads(const Frames<Scalar>& heads) {
 template <class Scalar>
 Frames<Scalar> split_heads(const Matrix<Scalar>& block, Index heads) {
   if (heads < 1 || block.cols() % heads != 0)
-    throw std::invalid_argument("split_heads: " + std::to_string(block.cols()) +
-                                " columns do not split into " + std::to_string(heads) + " heads");
+    throw std::invalid_argument("split_heads: " + std::to_string(block.cols()) + " columns do not split into " +
+                                std::to_string(heads) + " heads");
   const Index r = block.cols() / heads;
   check_block_orthogonal_shape({block.rows(), r}, heads);
   Frames<Scalar> out;

@@ -7,8 +7,7 @@
 #include <boost/multiprecision/cpp_bin_float.hpp>
 
 namespace stiefel {
-using mp50 = boost::multiprecision::number<boost::multiprecision::cpp_bin_float<50>,
-                                           boost::multiprecision::et_off>;
+using mp50 = boost::multiprecision::number<boost::multiprecision::cpp_bin_float<50>, boost::multiprecision::et_off>;
 }  // namespace stiefel
 
 namespace Eigen {

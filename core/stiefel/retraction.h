@@ -30,8 +30,7 @@ Matrix<Scalar> inverse_sqrt_spd(const Matrix<Scalar>& s) {
   using std::sqrt;
   Eigen::SelfAdjointEigenSolver<Matrix<Scalar>> eig(sym(s));
   const Vector<Scalar> lambda = eig.eigenvalues();
-  if (!(lambda.minCoeff() > Scalar(0)))
-    throw std::domain_error("inverse_sqrt_spd: matrix is not positive definite");
+  if (!(lambda.minCoeff() > Scalar(0))) throw std::domain_error("inverse_sqrt_spd: matrix is not positive definite");
   Vector<Scalar> inv_sqrt(lambda.size());
   for (Index i = 0; i < lambda.size(); ++i) inv_sqrt(i) = Scalar(1) / sqrt(lambda(i));
   return eig.eigenvectors() * inv_sqrt.asDiagonal() * eig.eigenvectors().transpose();

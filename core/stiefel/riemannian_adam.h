@@ -22,12 +22,12 @@
 namespace stiefel {
 
 enum class SecondMoment {
-  kPerFrame,     // one scalar per frame (B2; Bécigneul & Ganea 2019)
-  kPerFrameMean, // one scalar per frame, the mean of ξ∘ξ over the d·r entries (B2-mean: the
-                 // reading of §3.2 under which the cap binds "on almost every step")
-  kPerColumn,    // one scalar per column (Prop. 7: also O(d)-equivariant)
-  kElementwise,  // Adam's per-entry moment (B2m; not equivariant)
-  kPerRow,       // one scalar per row: the converse of Prop. 7 (not equivariant; a control)
+  kPerFrame,      // one scalar per frame (B2; Bécigneul & Ganea 2019)
+  kPerFrameMean,  // one scalar per frame, the mean of ξ∘ξ over the d·r entries (B2-mean: the
+                  // reading of §3.2 under which the cap binds "on almost every step")
+  kPerColumn,     // one scalar per column (Prop. 7: also O(d)-equivariant)
+  kElementwise,   // Adam's per-entry moment (B2m; not equivariant)
+  kPerRow,        // one scalar per row: the converse of Prop. 7 (not equivariant; a control)
 };
 
 template <class Scalar>
@@ -67,17 +67,24 @@ struct RiemannianAdamResult {
 
 // A zero state for frames of the given shapes.
 template <class Scalar>
-RiemannianAdamState<Scalar> make_riemannian_adam_state(const Frames<Scalar>& frames,
-                                                       SecondMoment moment) {
+RiemannianAdamState<Scalar> make_riemannian_adam_state(const Frames<Scalar>& frames, SecondMoment moment) {
   RiemannianAdamState<Scalar> s;
   for (const auto& w : frames) {
     s.m.push_back(Matrix<Scalar>::Zero(w.rows(), w.cols()));
     switch (moment) {
       case SecondMoment::kPerFrame:
-      case SecondMoment::kPerFrameMean: s.v.push_back(Matrix<Scalar>::Zero(1, 1)); break;
-      case SecondMoment::kPerColumn: s.v.push_back(Matrix<Scalar>::Zero(1, w.cols())); break;
-      case SecondMoment::kElementwise: s.v.push_back(Matrix<Scalar>::Zero(w.rows(), w.cols())); break;
-      case SecondMoment::kPerRow: s.v.push_back(Matrix<Scalar>::Zero(w.rows(), 1)); break;
+      case SecondMoment::kPerFrameMean:
+        s.v.push_back(Matrix<Scalar>::Zero(1, 1));
+        break;
+      case SecondMoment::kPerColumn:
+        s.v.push_back(Matrix<Scalar>::Zero(1, w.cols()));
+        break;
+      case SecondMoment::kElementwise:
+        s.v.push_back(Matrix<Scalar>::Zero(w.rows(), w.cols()));
+        break;
+      case SecondMoment::kPerRow:
+        s.v.push_back(Matrix<Scalar>::Zero(w.rows(), 1));
+        break;
     }
   }
   return s;
@@ -86,19 +93,24 @@ RiemannianAdamState<Scalar> make_riemannian_adam_state(const Frames<Scalar>& fra
 namespace detail {
 
 template <class Scalar>
-void accumulate_second_moment(SecondMoment kind, Scalar beta2, const Matrix<Scalar>& xi,
-                              Matrix<Scalar>& v) {
+void accumulate_second_moment(SecondMoment kind, Scalar beta2, const Matrix<Scalar>& xi, Matrix<Scalar>& v) {
   const Scalar c = Scalar(1) - beta2;
   switch (kind) {
-    case SecondMoment::kPerFrame: v(0, 0) = beta2 * v(0, 0) + c * xi.squaredNorm(); break;
+    case SecondMoment::kPerFrame:
+      v(0, 0) = beta2 * v(0, 0) + c * xi.squaredNorm();
+      break;
     case SecondMoment::kPerFrameMean:
       v(0, 0) = beta2 * v(0, 0) + c * (xi.squaredNorm() / Scalar(xi.rows() * xi.cols()));
       break;
     case SecondMoment::kPerColumn:
       v = beta2 * v + c * xi.colwise().squaredNorm();
       break;
-    case SecondMoment::kElementwise: v = beta2 * v + c * xi.cwiseProduct(xi); break;
-    case SecondMoment::kPerRow: v = beta2 * v + c * xi.rowwise().squaredNorm(); break;
+    case SecondMoment::kElementwise:
+      v = beta2 * v + c * xi.cwiseProduct(xi);
+      break;
+    case SecondMoment::kPerRow:
+      v = beta2 * v + c * xi.rowwise().squaredNorm();
+      break;
   }
 }
 
@@ -113,16 +125,14 @@ Scalar adam_divide(const Scalar& x, const Scalar& v, const Scalar& eps) {
 
 // m̂ / (√v̂ + ε) with the moment broadcast to the shape of m̂.
 template <class Scalar>
-Matrix<Scalar> adam_quotient(SecondMoment kind, const Matrix<Scalar>& m_hat,
-                             const Matrix<Scalar>& v_hat, Scalar eps) {
+Matrix<Scalar> adam_quotient(SecondMoment kind, const Matrix<Scalar>& m_hat, const Matrix<Scalar>& v_hat, Scalar eps) {
   Matrix<Scalar> q = m_hat;
   for (Index j = 0; j < q.cols(); ++j)
     for (Index i = 0; i < q.rows(); ++i) {
-      const Scalar& v = kind == SecondMoment::kPerFrame || kind == SecondMoment::kPerFrameMean
-                            ? v_hat(0, 0)
-                        : kind == SecondMoment::kPerColumn ? v_hat(0, j)
-                        : kind == SecondMoment::kPerRow    ? v_hat(i, 0)
-                                                           : v_hat(i, j);
+      const Scalar& v = kind == SecondMoment::kPerFrame || kind == SecondMoment::kPerFrameMean ? v_hat(0, 0)
+                        : kind == SecondMoment::kPerColumn                                     ? v_hat(0, j)
+                        : kind == SecondMoment::kPerRow                                        ? v_hat(i, 0)
+                                                                                               : v_hat(i, j);
       q(i, j) = adam_divide(m_hat(i, j), v, eps);
     }
   return q;
@@ -140,17 +150,15 @@ struct RiemannianAdamDirection {
 };
 
 template <class Scalar>
-RiemannianAdamDirection<Scalar> riemannian_adam_direction(const Frames<Scalar>& frames,
-                                                          const Frames<Scalar>& grads,
+RiemannianAdamDirection<Scalar> riemannian_adam_direction(const Frames<Scalar>& frames, const Frames<Scalar>& grads,
                                                           const RiemannianAdamState<Scalar>& state,
                                                           const RiemannianAdamHyper<Scalar>& hyper) {
   using std::pow;
   using std::sqrt;
-  if (grads.size() != frames.size() || state.m.size() != frames.size() ||
-      state.v.size() != frames.size())
-    throw std::invalid_argument("riemannian_adam_step: " + std::to_string(frames.size()) +
-                                " frames but " + std::to_string(grads.size()) + " gradients and " +
-                                std::to_string(state.m.size()) + " moments");
+  if (grads.size() != frames.size() || state.m.size() != frames.size() || state.v.size() != frames.size())
+    throw std::invalid_argument("riemannian_adam_step: " + std::to_string(frames.size()) + " frames but " +
+                                std::to_string(grads.size()) + " gradients and " + std::to_string(state.m.size()) +
+                                " moments");
   RiemannianAdamDirection<Scalar> out{{}, state, {}};
   const long t = state.step + 1;
   out.state.step = t;
@@ -168,8 +176,8 @@ RiemannianAdamDirection<Scalar> riemannian_adam_direction(const Frames<Scalar>& 
     detail::accumulate_second_moment(hyper.moment, hyper.beta2, xi, v);
     const Matrix<Scalar> m_hat = m / bias1;
     const Matrix<Scalar> v_hat = v / bias2;
-    Matrix<Scalar> eta = -hyper.lr * reproject(hyper.map, w,
-                                               detail::adam_quotient(hyper.moment, m_hat, v_hat, hyper.eps));
+    Matrix<Scalar> eta =
+        -hyper.lr * reproject(hyper.map, w, detail::adam_quotient(hyper.moment, m_hat, v_hat, hyper.eps));
     bool capped = false;
     if (hyper.cap_tau) {
       const Scalar cap = *hyper.cap_tau * sqrt(Scalar(w.cols()));
@@ -202,12 +210,10 @@ RiemannianAdamResult<Scalar> finish_riemannian_adam_step(const Frames<Scalar>& f
 
 // One full step: the direction, the retraction, then m re-projected at the new point.
 template <class Scalar>
-RiemannianAdamResult<Scalar> riemannian_adam_step(const Frames<Scalar>& frames,
-                                                  const Frames<Scalar>& grads,
+RiemannianAdamResult<Scalar> riemannian_adam_step(const Frames<Scalar>& frames, const Frames<Scalar>& grads,
                                                   const RiemannianAdamState<Scalar>& state,
                                                   const RiemannianAdamHyper<Scalar>& hyper) {
-  return finish_riemannian_adam_step(frames, riemannian_adam_direction(frames, grads, state, hyper),
-                                     hyper);
+  return finish_riemannian_adam_step(frames, riemannian_adam_direction(frames, grads, state, hyper), hyper);
 }
 
 // The rule presets of the paper (Table 1, §4.3).

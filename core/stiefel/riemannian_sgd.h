@@ -29,8 +29,7 @@ Frames<Scalar> riemannian_sgd_step(const Frames<Scalar>& frames, const Frames<Sc
                                    const RiemannianSgdHyper<Scalar>& hyper) {
   Frames<Scalar> out;
   for (std::size_t h = 0; h < frames.size(); ++h)
-    out.push_back(retract(hyper.retraction, frames[h],
-                          riemannian_sgd_displacement(frames[h], grads.at(h), hyper)));
+    out.push_back(retract(hyper.retraction, frames[h], riemannian_sgd_displacement(frames[h], grads.at(h), hyper)));
   return out;
 }
 

@@ -28,8 +28,8 @@ Matrix<Scalar> gauge_component(const Matrix<Scalar>& w, const Matrix<Scalar>& g)
 
 // skew(W_QᵀG_Q + W_KᵀG_K): the joint O(r) gauge component of a (W_Q, W_K) pair (Prop. 1).
 template <class Scalar>
-Matrix<Scalar> joint_gauge_component(const Matrix<Scalar>& wq, const Matrix<Scalar>& gq,
-                                     const Matrix<Scalar>& wk, const Matrix<Scalar>& gk) {
+Matrix<Scalar> joint_gauge_component(const Matrix<Scalar>& wq, const Matrix<Scalar>& gq, const Matrix<Scalar>& wk,
+                                     const Matrix<Scalar>& gk) {
   return skew(wq.transpose() * gq + wk.transpose() * gk);
 }
 
@@ -62,9 +62,12 @@ enum class TangentMap {
 template <class Scalar>
 Matrix<Scalar> apply_tangent_map(TangentMap map, const Matrix<Scalar>& w, const Matrix<Scalar>& g) {
   switch (map) {
-    case TangentMap::kStiefel: return project_tangent(w, g);
-    case TangentMap::kGrassmann: return project_horizontal(w, g);
-    case TangentMap::kCanonical: return canonical_gradient(w, g);
+    case TangentMap::kStiefel:
+      return project_tangent(w, g);
+    case TangentMap::kGrassmann:
+      return project_horizontal(w, g);
+    case TangentMap::kCanonical:
+      return canonical_gradient(w, g);
   }
   return project_tangent(w, g);
 }

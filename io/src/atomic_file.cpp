@@ -192,8 +192,7 @@ void PendingFile::commit() {
   // The file is in place; syncing the folder entry is best effort (a failure is not a lost write).
   try {
     fsync_path(path_.parent_path().empty() ? fs::path(".") : path_.parent_path(), path_, true);
-  } catch (const IoError&) {
-  }
+  } catch (const IoError&) {}
 }
 
 FolderLock::FolderLock(const fs::path& folder) {

@@ -3,6 +3,8 @@
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/tables.h>
 
+#include <stiefel/schema.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -48,8 +50,10 @@ double field(const json& arm, const std::string& path) {
 
 std::string num(double v) {
   std::ostringstream os;
-  if (std::fabs(v) >= 1e-3 && std::fabs(v) < 1e5) os << std::setprecision(4) << v;
-  else os << std::setprecision(3) << v;
+  if (std::fabs(v) >= 1e-3 && std::fabs(v) < 1e5)
+    os << std::setprecision(4) << v;
+  else
+    os << std::setprecision(3) << v;
   return os.str();
 }
 
@@ -71,8 +75,8 @@ Evidence judge_table(const json& claim, const json& table) {
   if (claim.contains("min_epochs") && table.contains("epochs") &&
       table["epochs"].get<double>() < claim["min_epochs"].get<double>()) {
     e.verdict = "untestable";
-    e.ours = "runs of " + table["epochs"].dump() + " epochs cannot test a claim about " +
-             claim["min_epochs"].dump() + "-epoch runs";
+    e.ours = "runs of " + table["epochs"].dump() + " epochs cannot test a claim about " + claim["min_epochs"].dump() +
+             "-epoch runs";
     if (std::isfinite(v)) e.ours += " (measured: " + num(v) + ")";
     e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds;
     return e;
@@ -109,7 +113,7 @@ Evidence judge_table(const json& claim, const json& table) {
     e.verdict = compare >= rule["value"].get<double>() ? "confirmed" : "refuted";
   } else if (type == "within") {
     e.verdict = std::fabs(compare - rule["value"].get<double>()) <= rule["tolerance"].get<double>() ? "confirmed"
-                                                                                                      : "not confirmed";
+                                                                                                    : "not confirmed";
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }
@@ -185,15 +189,12 @@ bool at_claim_budget(const json& claim, const json& table) {
   return true;
 }
 
+// What claims.schema.json cannot say of a claim's "budget": its entries are settings of `stiefel
+// train` (or "seeds") that make a budget, not where a run ran.
 void check_claim_budget(const json& claim, const std::string& source) {
   if (!claim.contains("budget")) return;
   const std::string where = source + ": claim " + claim["id"].get<std::string>() + ": \"budget\" ";
-  if (claim["kind"] != "empirical") throw ExperimentError(where + "applies to empirical claims only");
-  const auto& b = claim["budget"];
-  if (!b.is_array() || b.empty())
-    throw ExperimentError(where + "must be a non-empty array of `stiefel train` settings, e.g. [\"epochs\"]");
-  for (const auto& k : b) {
-    if (!k.is_string()) throw ExperimentError(where + "entry " + k.dump() + " is not a string");
+  for (const auto& k : claim["budget"]) {
     const std::string key = k;
     if (key == "data" || key == "device")
       throw ExperimentError(where + "\"" + key + "\" says where a run ran, not its budget");
@@ -202,62 +203,20 @@ void check_claim_budget(const json& claim, const std::string& source) {
   }
 }
 
-// A claim of claims.json, checked whole before anything reads it: every key known, every field the
-// ledger reads present with its type. Throws ExperimentError("SOURCE: claim ID: FIELD: ...").
-void check_claim(const json& claim, const std::string& source, std::size_t index) {
-  std::string where = source + ": claims[" + std::to_string(index) + "]: ";
-  auto bad = [&](const std::string& what) { throw ExperimentError(where + what); };
-  if (!claim.is_object()) bad("expected an object");
-  static const std::set<std::string> known = {"id", "claim", "where", "paper", "kind", "experiment", "ref",
-                                              "rule", "certificate", "min_epochs", "contradiction", "budget"};
-  for (const char* k : {"id", "claim", "where", "paper", "kind"})
-    if (!claim.contains(k) || !claim[k].is_string()) bad("a claim needs a string \"" + std::string(k) + "\"");
-  where = source + ": claim " + claim["id"].get<std::string>() + ": ";
-  for (const auto& [k, _] : claim.items())
-    if (!known.count(k)) bad("unknown key \"" + k + "\"");
-  if (claim.contains("contradiction") && !claim["contradiction"].is_string()) bad("\"contradiction\" must be a string");
-  const std::string kind = claim["kind"];
-  if (kind == "theory") {
-    for (const char* k : {"experiment", "ref", "rule", "min_epochs"})
-      if (claim.contains(k)) bad(std::string("a theory claim has no \"") + k + "\" (its evidence is the certificate)");
-    const auto& c = claim.contains("certificate") ? claim["certificate"] : json();
-    if (!c.is_array() || c.empty() || !std::all_of(c.begin(), c.end(), [](const json& x) { return x.is_string(); }))
-      bad("\"certificate\" must be a non-empty array of certificate claim ids");
-    return;
+// The claims file against claims.schema.json: every key known, every field the ledger reads present
+// with its type, every "field" one that report tables have. Throws ExperimentError("SOURCE: claim ID:
+// POINTER: what"), naming the claim where the pointer lies inside one.
+void check_claims_file(const json& claims_file, const std::string& source) {
+  const auto v = schema::claims().violations(claims_file, 1);
+  if (v.empty()) return;
+  std::string where = source + ": ";
+  const std::string prefix = "/claims/";
+  if (v[0].rfind(prefix, 0) == 0) {
+    const std::size_t index = std::stoul(v[0].substr(prefix.size()));
+    const auto& c = claims_file["claims"][index];
+    if (c.is_object() && c.contains("id") && c["id"].is_string()) where += "claim " + c["id"].get<std::string>() + ": ";
   }
-  if (kind != "empirical") bad("\"kind\" must be theory or empirical");
-  if (claim.contains("certificate")) bad("an empirical claim has no \"certificate\"");
-  if (!claim.contains("experiment") || !claim["experiment"].is_string()) bad("\"experiment\" must be a string");
-  if (claim.contains("min_epochs") && !claim["min_epochs"].is_number()) bad("\"min_epochs\" must be a number");
-  auto check_ref = [&](const json& r, const std::string& name) {
-    if (!r.is_object()) bad("\"" + name + "\" must be an object");
-    for (const auto& [k, v] : r.items()) {
-      if (k != "field" && k != "group" && k != "arm" && k != "contrast") bad("\"" + name + "\": unknown key \"" + k + "\"");
-      if (!v.is_string()) bad("\"" + name + "." + k + "\" must be a string");
-    }
-    if (!r.contains("field")) bad("\"" + name + "\" needs a \"field\"");
-    if (r.contains("arm") == r.contains("contrast")) bad("\"" + name + "\" names one \"arm\" or one \"contrast\"");
-  };
-  if (!claim.contains("ref")) bad("needs a \"ref\"");
-  check_ref(claim["ref"], "ref");
-  if (!claim.contains("rule") || !claim["rule"].is_object()) bad("\"rule\" must be an object");
-  const auto& rule = claim["rule"];
-  static const std::set<std::string> types = {"positive", "negative", "null", "below", "above",
-                                              "ratio_below", "ratio_above", "within"};
-  if (!rule.contains("type") || !rule["type"].is_string() || !types.count(rule["type"].get<std::string>()))
-    bad("\"rule.type\" must be one of positive, negative, null, below, above, ratio_below, ratio_above, within");
-  if (rule.contains("statement") && !rule["statement"].is_string()) bad("\"rule.statement\" must be a string");
-  const std::string type = rule["type"];
-  const bool valued = type != "positive" && type != "negative" && type != "null";
-  if (valued && (!rule.contains("value") || !rule["value"].is_number())) bad("\"rule.value\" must be a number");
-  if (type == "within" && (!rule.contains("tolerance") || !rule["tolerance"].is_number()))
-    bad("\"rule.tolerance\" must be a number");
-  const bool ratio = type.rfind("ratio_", 0) == 0;
-  if (ratio != rule.contains("denominator")) bad(ratio ? "a ratio rule needs a \"rule.denominator\"" : "only ratio rules have a \"rule.denominator\"");
-  if (ratio) check_ref(rule["denominator"], "rule.denominator");
-  for (const auto& [k, _] : rule.items())
-    if (k != "type" && k != "statement" && k != "value" && k != "tolerance" && k != "denominator")
-      bad("\"rule\": unknown key \"" + k + "\"");
+  throw ExperimentError(where + v[0] + " (" + schema::claims().name() + ")");
 }
 
 // "cpu (n = 5000, 12 epochs, 6 seeds)": the profile and the budget it ran.
@@ -270,8 +229,8 @@ std::string budget_label(const json& table) {
 
 // A claim's row of the ledger before its evidence is read: what the paper states, where.
 json claim_row(const json& claim) {
-  json row = {{"id", claim["id"]}, {"claim", claim["claim"]}, {"where", claim["where"]}, {"paper", claim["paper"]},
-              {"kind", claim["kind"]}, {"evidence", json::array()}};
+  json row = {{"id", claim["id"]},       {"claim", claim["claim"]}, {"where", claim["where"]},
+              {"paper", claim["paper"]}, {"kind", claim["kind"]},   {"evidence", json::array()}};
   if (claim.contains("contradiction")) row["contradiction"] = claim["contradiction"];
   if (claim.contains("rule") && claim["rule"].contains("statement")) row["rule"] = claim["rule"]["statement"];
   if (claim.contains("budget")) row["budget_settings"] = claim["budget"];
@@ -300,8 +259,8 @@ std::string theory_verdict(const json& claim, const json& certificate, json& row
   const std::string verdict = any_refuted ? "refuted" : (all_certified ? "confirmed" : "not confirmed");
   std::string s;
   for (const auto& o : observed) s += (s.empty() ? "" : "; ") + o;
-  row["evidence"].push_back({{"source", "reports/certificate.json"}, {"ours", s}, {"verdict", verdict},
-                             {"profile", "certificate"}});
+  row["evidence"].push_back(
+      {{"source", "reports/certificate.json"}, {"ours", s}, {"verdict", verdict}, {"profile", "certificate"}});
   return verdict;
 }
 
@@ -313,14 +272,17 @@ struct TableEvidence {
 
 TableEvidence table_evidence(const json& claim, const json& t, const Evidence& e) {
   TableEvidence ev;
-  ev.row = {{"source", e.detail}, {"ours", e.ours}, {"verdict", e.verdict}, {"profile", t["profile"]},
+  ev.row = {{"source", e.detail},
+            {"ours", e.ours},
+            {"verdict", e.verdict},
+            {"profile", t["profile"]},
             {"budget", budget_label(t)}};
   ev.decides = e.verdict != "untestable";  // a run too short for the claim is shown, and decides nothing
   if (!ev.decides) return ev;
   const auto seeds = claim_seeds(claim, t);
   if (!seeds.complete) {
-    ev.row["verdict"] = "interim (" + std::to_string(seeds.completed) + " of " + std::to_string(seeds.planned) +
-                        " seeds)";
+    ev.row["verdict"] =
+        "interim (" + std::to_string(seeds.completed) + " of " + std::to_string(seeds.planned) + " seeds)";
     ev.row["interim"] = true;
     ev.decides = false;
   } else if (seeds.diverged > 0) {
@@ -410,24 +372,28 @@ const char* const kVerdictRules =
 
 json build_ledger(const json& claims_file, const std::vector<json>& tables, const json& certificate,
                   const std::string& source) {
-  if (!claims_file.is_object() || !claims_file.contains("claims") || !claims_file["claims"].is_array())
-    throw ExperimentError(source + ": missing array \"claims\"");
-  for (std::size_t i = 0; i < claims_file["claims"].size(); ++i) check_claim(claims_file["claims"][i], source, i);
+  check_claims_file(claims_file, source);
   json rows = json::array();
   VerdictCounts n;
   for (const auto& claim : claims_file["claims"]) {
     check_claim_budget(claim, source);
     json row = claim_row(claim);
-    const std::string verdict = claim["kind"] == "theory" ? theory_verdict(claim, certificate, row)
-                                                          : empirical_verdict(claim, tables, row);
+    const std::string verdict =
+        claim["kind"] == "theory" ? theory_verdict(claim, certificate, row) : empirical_verdict(claim, tables, row);
     row["verdict"] = verdict;
     n.count(row);
     rows.push_back(row);
   }
   return {{"claims", rows},
-          {"summary", {{"claims", rows.size()}, {"confirmed", n.confirmed}, {"not_confirmed", n.not_confirmed},
-                       {"refuted", n.refuted}, {"not_run", n.not_run}, {"interim", n.interim},
-                       {"with_reduced_evidence", n.reduced}, {"with_reduced_verdict", n.reduced_verdict}}},
+          {"summary",
+           {{"claims", rows.size()},
+            {"confirmed", n.confirmed},
+            {"not_confirmed", n.not_confirmed},
+            {"refuted", n.refuted},
+            {"not_run", n.not_run},
+            {"interim", n.interim},
+            {"with_reduced_evidence", n.reduced},
+            {"with_reduced_verdict", n.reduced_verdict}}},
           {"verdicts", kVerdictRules}};
 }
 
@@ -442,7 +408,7 @@ std::string ledger_markdown(const json& l) {
      << s["confirmed"].get<int>() << " confirmed, " << s["not_confirmed"].get<int>() << " not confirmed, "
      << s["refuted"].get<int>() << " refuted, " << s["not_run"].get<int>() << " not run. Interim evidence at the "
      << "paper's budget (seeds still missing): " << s.value("interim", 0) << " claims. Reduced-budget evidence, "
-     << "which decides no verdict: " << s.value("with_reduced_evidence", 0) << " claims (" 
+     << "which decides no verdict: " << s.value("with_reduced_evidence", 0) << " claims ("
      << s.value("with_reduced_verdict", 0) << " with a reduced-budget verdict).\n\n"
      << l["verdicts"].get<std::string>() << "\n\n"
      << "| # | claim | where | paper | ours at the paper's budget | verdict | reduced-budget evidence | reduced-budget "
@@ -472,8 +438,8 @@ std::string ledger_markdown(const json& l) {
     if (r.contains("note")) verdict += " (" + r["note"].get<std::string>() + ")";
     md << "| " << ++i << " | " << esc(claim) << " | " << esc(r["where"]) << " | " << esc(r["paper"]) << " | "
        << esc(list(r["evidence"])) << " | " << esc(verdict) << " | "
-       << esc(list(r.value("reduced_evidence", json::array()))) << " | "
-       << esc(r.value("reduced_verdict", "–")) << " |\n";
+       << esc(list(r.value("reduced_evidence", json::array()))) << " | " << esc(r.value("reduced_verdict", "–"))
+       << " |\n";
   }
   bool any = false;
   for (const auto& r : l["claims"]) any = any || r.contains("contradiction");
@@ -481,7 +447,7 @@ std::string ledger_markdown(const json& l) {
     md << "\n## Where the paper contradicts itself\n\n";
     for (const auto& r : l["claims"])
       if (r.contains("contradiction"))
-        md << "- **" << r["id"].get<std::string>() << "**: " << r["paper"].get<std::string>() << " (" 
+        md << "- **" << r["id"].get<std::string>() << "**: " << r["paper"].get<std::string>() << " ("
            << r["where"].get<std::string>() << ") versus " << r["contradiction"].get<std::string>() << "\n";
   }
   return md.str();

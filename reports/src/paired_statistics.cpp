@@ -46,7 +46,8 @@ BootstrapCi bootstrap_mean_ci(const std::vector<double>& x, int resamples, std::
     double s = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
       std::uint64_t b;
-      do b = rng(); while (b >= limit);
+      do b = rng();
+      while (b >= limit);
       s += x[std::size_t(b % n)];
     }
     m = s / double(n);
@@ -74,8 +75,8 @@ double sign_test_p(int wins, int losses) {
   return std::min(1.0, 2.0 * boost::math::cdf(b, double(std::min(wins, losses))));
 }
 
-PairedComparison compare_paired(const std::vector<double>& arm, const std::vector<double>& baseline,
-                                int resamples, std::uint64_t seed) {
+PairedComparison compare_paired(const std::vector<double>& arm, const std::vector<double>& baseline, int resamples,
+                                std::uint64_t seed) {
   if (arm.size() != baseline.size())
     throw std::invalid_argument("paired comparison: " + std::to_string(arm.size()) + " values against " +
                                 std::to_string(baseline.size()));

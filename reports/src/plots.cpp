@@ -39,9 +39,9 @@ void run_gnuplot(const fs::path& script) {
 
 std::string header(const std::string& output, const std::string& title, const std::string& xlabel,
                    const std::string& ylabel) {
-  return "set terminal pngcairo size 1000,600 enhanced font 'sans,10'\nset output " + quoted(output) +
-         "\nset title " + quoted(title) + " noenhanced\nset xlabel " + quoted(xlabel) + " noenhanced\nset ylabel " +
-         quoted(ylabel) + " noenhanced\nset key outside right top noenhanced\nset grid\n";
+  return "set terminal pngcairo size 1000,600 enhanced font 'sans,10'\nset output " + quoted(output) + "\nset title " +
+         quoted(title) + " noenhanced\nset xlabel " + quoted(xlabel) + " noenhanced\nset ylabel " + quoted(ylabel) +
+         " noenhanced\nset key outside right top noenhanced\nset grid\n";
 }
 
 // One figure's gnuplot script as it is built: its settings, the series of its plot command, and the
@@ -82,8 +82,10 @@ std::string group_prefix(const json& t, const json& g) {
 // epoch. One curve (mean over seeds) per arm.
 void draw_curves(Figure& f, const json& t, const std::string& kind) {
   f.head("epoch", kind == "isometry" ? "isometry error max_h |W^T W - I|_max (mean over seeds)" : "accuracy");
-  if (kind == "isometry") f.gp << "set logscale y\nset format y '10^{%L}'\n";
-  else f.gp << "set yrange [0:1.02]\n";
+  if (kind == "isometry")
+    f.gp << "set logscale y\nset format y '10^{%L}'\n";
+  else
+    f.gp << "set yrange [0:1.02]\n";
   for (const auto& g : t["groups"])
     for (const auto& a : g["arms"]) {
       if (!a.contains("curve")) continue;
@@ -113,8 +115,8 @@ void write_sweep_points(const fs::path& dat, const json& t, bool gap) {
     for (const auto& a : g["arms"]) {
       if (gap && g.contains("x") && a.contains("vs_baseline") && a["vs_baseline"].contains("ci_low")) {
         const auto& c = a["vs_baseline"];
-        out << g["x"].get<double>() << " " << c["diff_mean"].get<double>() << " " << c["ci_low"].get<double>()
-            << " " << c["ci_high"].get<double>() << "\n";
+        out << g["x"].get<double>() << " " << c["diff_mean"].get<double>() << " " << c["ci_low"].get<double>() << " "
+            << c["ci_high"].get<double>() << "\n";
       } else if (!gap && a.contains("x") && a.contains("acc_mean")) {
         out << a["x"].get<double>() << " " << a["acc_mean"].get<double>() << " " << a.value("acc_sd", 0.0) << "\n";
       }
@@ -278,11 +280,16 @@ void draw_paired(Figure& f, const json& t) {
 }
 
 void draw(Figure& f, const json& t, const std::string& kind) {
-  if (kind == "isometry" || kind == "grok") draw_curves(f, t, kind);
-  else if (kind == "gap_vs_n" || kind == "eps") draw_sweep(f, t, kind);
-  else if (kind == "accuracy") draw_accuracy(f, t);
-  else if (kind == "paired") draw_paired(f, t);
-  else throw ExperimentError("plot kind \"" + kind + "\": expected isometry, grok, gap_vs_n, eps, accuracy or paired");
+  if (kind == "isometry" || kind == "grok")
+    draw_curves(f, t, kind);
+  else if (kind == "gap_vs_n" || kind == "eps")
+    draw_sweep(f, t, kind);
+  else if (kind == "accuracy")
+    draw_accuracy(f, t);
+  else if (kind == "paired")
+    draw_paired(f, t);
+  else
+    throw ExperimentError("plot kind \"" + kind + "\": expected isometry, grok, gap_vs_n, eps, accuracy or paired");
 }
 
 // gnuplot exits 0 even when its PNG could not be written in full: a PNG ends with its IEND chunk.

@@ -2,6 +2,8 @@
 
 #include <stiefel/reports/paired_statistics.h>
 
+#include <stiefel/schema.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -122,7 +124,7 @@ json mean_curve(const std::vector<json>& runs) {
         any_val = true;
       }
     }
-  json c = {{"epoch", json::array()}, {"train_acc", json::array()}, {"test_acc", json::array()},
+  json c = {{"epoch", json::array()},        {"train_acc", json::array()},    {"test_acc", json::array()},
             {"test_acc_min", json::array()}, {"test_acc_max", json::array()}, {"isometry_error_max", json::array()}};
   if (any_val) c["val_acc"] = json::array();
   for (const auto& [ep, a] : acc) {
@@ -142,8 +144,8 @@ json mean_curve(const std::vector<json>& runs) {
 // The settings of `stiefel train` that fix how much a run learns from (its budget): what the paper
 // states its claims at, beside the seed count.
 const std::vector<std::string>& budget_keys() {
-  static const std::vector<std::string> keys = {"n", "epochs", "batch", "test_n", "val_n", "pca_samples",
-                                                "warmup_epochs"};
+  static const std::vector<std::string> keys = {"n",     "epochs",      "batch",        "test_n",
+                                                "val_n", "pca_samples", "warmup_epochs"};
   return keys;
 }
 
@@ -217,7 +219,9 @@ std::string sci(double v) {
 std::string cell(const std::string& ours, const json& paper, const char* key, int digits = 2) {
   if (!paper.is_object() || !paper.contains(key) || paper[key].is_null()) return ours;
   const auto& p = paper[key];
-  std::string ps = p.is_string() ? p.get<std::string>() : p.is_number_integer() ? p.dump() : fixed(p.get<double>(), digits);
+  std::string ps = p.is_string()           ? p.get<std::string>()
+                   : p.is_number_integer() ? p.dump()
+                                           : fixed(p.get<double>(), digits);
   return ours + " (" + ps + ")";
 }
 
@@ -242,8 +246,11 @@ json select_on_validation(const json& group, const json& select) {
     return s;
   }
   auto entry = [](const json& a) {
-    return json{{"arm", a["id"]}, {"label", a.value("label", a["id"].get<std::string>())},
-                {"val_acc", a["val_acc_mean"]}, {"seeds", a["val_seeds"]}, {"planned", a["planned"]}};
+    return json{{"arm", a["id"]},
+                {"label", a.value("label", a["id"].get<std::string>())},
+                {"val_acc", a["val_acc_mean"]},
+                {"seeds", a["val_seeds"]},
+                {"planned", a["planned"]}};
   };
   const auto best = entry(*ranked[0]);
   for (const auto& [k, v] : best.items()) s[k] = v;
@@ -286,53 +293,18 @@ std::string table_heading(const json& t) {
 }
 
 void check_run_record(const json& run, const std::string& path) {
-  auto bad = [&](const std::string& field, const std::string& what) {
-    throw ExperimentError(path + ": " + field + ": " + what + " (not a run record of `stiefel train`?)");
-  };
-  if (!run.is_object()) bad("(top level)", "expected a JSON object");
-  if (!run.contains("status") || !run["status"].is_string()) bad("status", "expected a string");
-  if (!run.contains("config") || !run["config"].is_object()) bad("config", "expected an object");
-  const auto& cfg = run["config"];
-  if (!cfg.contains("epochs") || !cfg["epochs"].is_number_integer() || cfg["epochs"].get<std::int64_t>() < 1)
-    bad("config.epochs", "expected a positive integer");
-  for (const char* k : {"device", "task"})
-    if (cfg.contains(k) && !cfg[k].is_string()) bad(std::string("config.") + k, "expected a string");
-  if (run.contains("dataset") && (!run["dataset"].is_object() ||
-                                  (run["dataset"].contains("name") && !run["dataset"]["name"].is_string())))
-    bad("dataset", "expected an object with a string \"name\"");
-  static const char* numeric[] = {"train_loss", "train_acc", "test_acc", "val_acc", "isometry_error_max",
-                                  "tangent_grad_norm", "step_norm", "step_per_gradient", "cap_active_fraction",
-                                  "gauge_fraction", "seconds"};
-  auto check_metrics = [&](const json& e, const std::string& where, bool final_record) {
-    if (!e.is_object()) bad(where, "expected an object");
-    if (!e.contains("epoch") || !e["epoch"].is_number_integer() || e["epoch"].get<std::int64_t>() < 1)
-      bad(where + ".epoch", "expected a positive integer");
-    for (const char* k : {"train_acc", "isometry_error_max"})
-      if (!e.contains(k)) bad(where + "." + k, "missing");
-    if (final_record && !e.contains("test_acc")) bad(where + ".test_acc", "missing");
-    for (const char* k : numeric)
-      if (e.contains(k) && !(e[k].is_number() && std::isfinite(e[k].get<double>())))
-        bad(where + "." + k, "expected a finite number, found " + e[k].dump());
-  };
-  if (!run.contains("epochs") || !run["epochs"].is_array()) bad("epochs", "expected an array");
+  auto bad = [&](const std::string& what) { throw ExperimentError(path + ": " + what); };
+  const auto v = schema::run_record().violations(run, 1);
+  if (!v.empty()) bad(v[0] + " (" + schema::run_record().name() + "; not a run record of `stiefel train`?)");
+  // What a schema cannot say: the epochs increase, and a completed run was evaluated at its end.
   std::int64_t last = 0;
   for (std::size_t i = 0; i < run["epochs"].size(); ++i) {
-    const std::string where = "epochs[" + std::to_string(i) + "]";
-    check_metrics(run["epochs"][i], where, false);
     const auto epoch = run["epochs"][i]["epoch"].get<std::int64_t>();
-    if (epoch <= last) bad(where + ".epoch", "epochs must increase");
+    if (epoch <= last) bad("/epochs/" + std::to_string(i) + "/epoch: epochs must increase");
     last = epoch;
   }
-  if (run["status"] == "completed") {
-    if (!run.contains("final")) bad("final", "missing in a completed run");
-    check_metrics(run["final"], "final", true);
-  }
-  if (run["status"] == "diverged") {
-    const auto& d = run.contains("divergence") ? run["divergence"] : json();
-    if (!d.is_object() || !d.contains("tensor") || !d["tensor"].is_string() || !d.contains("epoch") ||
-        !d["epoch"].is_number_integer() || !d.contains("step") || !d["step"].is_number_integer())
-      bad("divergence", "a diverged run records {\"epoch\", \"step\", \"tensor\"}");
-  }
+  if (run["status"] == "completed" && !run["final"].contains("test_acc"))
+    bad("/final/test_acc: missing in a completed run (its last epoch is always evaluated)");
 }
 
 GrokMetrics grok_metrics(const json& run, int sustained_windows) {
@@ -424,8 +396,8 @@ json table_header(const AnalysedExperiment& a, int resamples, std::uint64_t boot
           {"baseline", d.value("baseline", "")},
           {"statistics",
            {{"test", "paired t-test on per-seed differences (Boost.Math one_sample_t_test)"},
-            {"bootstrap", {{"resamples", resamples}, {"seed", bootstrap_seed}, {"level", 0.95},
-                           {"method", BootstrapCi{}.method}}},
+            {"bootstrap",
+             {{"resamples", resamples}, {"seed", bootstrap_seed}, {"level", 0.95}, {"method", BootstrapCi{}.method}}},
             {"sign_test", "exact two-sided binomial on non-tied seeds"}}},
           {"not_implemented", d.value("not_implemented", json::array())},
           {"notes", d.value("notes", json::array())},
@@ -462,8 +434,10 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
     if (rec.value("status", "") == "diverged") {  // a result: counted, never averaged
       ++tally.diverged;
       const auto& dv = rec.value("divergence", json::object());
-      a.diverged.push_back({{"seed", run.seed}, {"epoch", dv.value("epoch", json())},
-                            {"step", dv.value("step", json())}, {"tensor", dv.value("tensor", "")}});
+      a.diverged.push_back({{"seed", run.seed},
+                            {"epoch", dv.value("epoch", json())},
+                            {"step", dv.value("step", json())},
+                            {"tensor", dv.value("tensor", "")}});
       continue;
     }
     const auto s = summarise(rec, analysis);
@@ -559,8 +533,7 @@ json arm_entry(const json& d, const std::string& gid, const std::string& aid, co
 // The paired statistics of an arm against another on the seeds both completed (X: the arm's metric
 // per seed, Y: the other's).
 json paired_comparison(const std::map<std::uint64_t, double>& x_by_seed,
-                       const std::map<std::uint64_t, double>& y_by_seed, int resamples,
-                       std::uint64_t bootstrap_seed) {
+                       const std::map<std::uint64_t, double>& y_by_seed, int resamples, std::uint64_t bootstrap_seed) {
   std::vector<double> x, y;
   json per_seed = json::array();
   for (const auto& [seed, v] : x_by_seed) {
@@ -595,7 +568,8 @@ json paired_comparison(const std::map<std::uint64_t, double>& x_by_seed,
 // A group's id, label and x, from the profile's groups or else the definition's.
 json group_entry(const ResolvedExperiment& ex, const std::string& gid) {
   const auto& d = ex.definition;
-  const json group_defs = ex.profile_spec.contains("groups") ? ex.profile_spec["groups"] : d.value("groups", json::array());
+  const json group_defs =
+      ex.profile_spec.contains("groups") ? ex.profile_spec["groups"] : d.value("groups", json::array());
   json group = {{"id", gid}, {"arms", json::array()}};
   const json* gdef = nullptr;
   for (const auto& g : group_defs)
@@ -630,8 +604,11 @@ json analyse_group(const std::string& dir, const ResolvedExperiment& ex, const s
   };
   for (const auto& k : d.value("contrasts", json::array())) {
     if (!in_grid(k["arm"]) || !in_grid(k["baseline"])) continue;
-    json c = {{"id", k["id"]}, {"label", k.value("label", k["id"].get<std::string>())}, {"arm", k["arm"]},
-              {"baseline", k["baseline"]}, {"vs_baseline", compare(k["arm"], k["baseline"])}};
+    json c = {{"id", k["id"]},
+              {"label", k.value("label", k["id"].get<std::string>())},
+              {"arm", k["arm"]},
+              {"baseline", k["baseline"]},
+              {"vs_baseline", compare(k["arm"], k["baseline"])}};
     c["n"] = c["vs_baseline"]["pairs"];
     if (k.contains("paper")) c["paper"] = k["paper"];
     group["contrasts"].push_back(c);
@@ -706,14 +683,13 @@ std::string diff_cell(const json& c, int digits, const std::string& missing) {
 }
 
 std::string ci_cell(const json& c, int digits) {
-  return c.contains("ci_low") ? "[" + fixed(c["ci_low"].get<double>(), digits) + ", " +
-                                    fixed(c["ci_high"].get<double>(), digits) + "]"
-                              : "–";
+  return c.contains("ci_low")
+             ? "[" + fixed(c["ci_low"].get<double>(), digits) + ", " + fixed(c["ci_high"].get<double>(), digits) + "]"
+             : "–";
 }
 
 std::string wins_cell(const json& c) {
-  return c.contains("wins") ? std::to_string(c["wins"].get<int>()) + "/" + std::to_string(c["pairs"].get<int>())
-                            : "–";
+  return c.contains("wins") ? std::to_string(c["wins"].get<int>()) + "/" + std::to_string(c["pairs"].get<int>()) : "–";
 }
 
 std::string comma_list(const json& strings) {
@@ -735,8 +711,7 @@ void write_budget_line(std::ostream& md, const json& t) {
   if (t.value("at_paper_budget", false))
     md << " (the paper's)";
   else
-    md << " (reduced: the paper's claims at " << budget_phrase(t["paper_budget"])
-       << " are not decided by this table)";
+    md << " (reduced: the paper's claims at " << budget_phrase(t["paper_budget"]) << " are not decided by this table)";
   md << "\n";
 }
 
@@ -761,14 +736,16 @@ void write_preamble(std::ostream& md, const json& t) {
   md << "- Profile: `" << t["profile"].get<std::string>() << "` — reductions: " << t["reductions"].get<std::string>()
      << "\n";
   if (t.contains("reading"))
-    md << "- Reading: " << t["reading"].get<std::string>() << " (the paper's budget; the paper profile's reading decides "
+    md << "- Reading: " << t["reading"].get<std::string>()
+       << " (the paper's budget; the paper profile's reading decides "
        << "the claims, this one is shown beside it)\n";
   write_budget_line(md, t);
   const std::string ds = comma_list(t["datasets"]), dev = comma_list(t["devices"]);
   md << "- Data: " << (ds.empty() ? "none completed" : ds) << "; device: " << (dev.empty() ? "-" : dev) << "\n";
   write_runs_line(md, t);
   md << "- Statistics: mean ± sd (ddof " << t["std_ddof"].get<int>() << ") over seeds; differences paired within "
-     << "seed against `" << t["baseline"].get<std::string>() << "`; paired t (Boost.Math); 95% percentile bootstrap CI, "
+     << "seed against `" << t["baseline"].get<std::string>()
+     << "`; paired t (Boost.Math); 95% percentile bootstrap CI, "
      << t["statistics"]["bootstrap"]["resamples"].get<int>() << " resamples, seed "
      << t["statistics"]["bootstrap"]["seed"].get<int>() << "; wins = seeds where the arm beats the baseline.\n";
   md << "- Paper values in parentheses where the paper states them.\n\n";

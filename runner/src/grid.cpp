@@ -63,7 +63,8 @@ void check_pinned(const Grid& g, bool any_data) {
   if (!fs::exists(meta_path)) return;
   const auto old = reports::read_json_file(meta_path.string());
   const auto text = [&](const char* key) {
-    return old.is_object() && old.contains(key) && old[key].is_string() ? old[key].get<std::string>() : std::string("?");
+    return old.is_object() && old.contains(key) && old[key].is_string() ? old[key].get<std::string>()
+                                                                        : std::string("?");
   };
   const json grid = pinned_grid(g);
   const json old_grid = old.is_object() && old.contains("grid") ? old["grid"] : json();
@@ -81,10 +82,14 @@ void pin_grid(const Grid& g) {
   check_pinned(g);
   const auto meta_path = g.out / "experiment.json";
   // The same grid stays as it was pinned; a grown one is pinned afresh (its runs so far unchanged).
-  if (fs::exists(meta_path) && reports::read_json_file(meta_path.string()).value("grid", json()) == pinned_grid(g)) return;
-  const json meta = {{"experiment", g.experiment.name}, {"profile", g.experiment.profile},
-                     {"source", g.source},              {"definition", g.experiment.definition},
-                     {"grid", pinned_grid(g)},          {"data", g.request.data},
+  if (fs::exists(meta_path) && reports::read_json_file(meta_path.string()).value("grid", json()) == pinned_grid(g))
+    return;
+  const json meta = {{"experiment", g.experiment.name},
+                     {"profile", g.experiment.profile},
+                     {"source", g.source},
+                     {"definition", g.experiment.definition},
+                     {"grid", pinned_grid(g)},
+                     {"data", g.request.data},
                      {"device", g.request.device}};
   io::write_file_atomically(meta_path, meta.dump(2) + "\n");
 }
@@ -109,13 +114,20 @@ std::vector<std::size_t> shard_runs(std::size_t n, Shard s) {
 
 const char* to_string(RunState s) {
   switch (s) {
-    case RunState::missing: return "missing";
-    case RunState::queued: return "queued";
-    case RunState::running: return "running";
-    case RunState::failed: return "failed";
-    case RunState::repair: return "repair";
-    case RunState::completed: return "completed";
-    case RunState::diverged: return "diverged";
+    case RunState::missing:
+      return "missing";
+    case RunState::queued:
+      return "queued";
+    case RunState::running:
+      return "running";
+    case RunState::failed:
+      return "failed";
+    case RunState::repair:
+      return "repair";
+    case RunState::completed:
+      return "completed";
+    case RunState::diverged:
+      return "diverged";
   }
   return "?";
 }
@@ -162,7 +174,8 @@ RunStatus run_status(const fs::path& dir) {
       if (status == "failed" && run.contains("failure") && run["failure"].is_object() &&
           run["failure"].contains("error") && run["failure"]["error"].is_string())
         s.detail = ("epoch " + run["failure"].value("epoch", nlohmann::json(0)).dump() + ": " +
-                    run["failure"]["error"].get<std::string>()).substr(0, 200);
+                    run["failure"]["error"].get<std::string>())
+                       .substr(0, 200);
       if (status == "completed") {
         s.state = RunState::completed;
         // The final checkpoint must be the one the record names (records before checksums have none).

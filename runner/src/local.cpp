@@ -25,9 +25,12 @@ void on_signal(int) { g_stop = 1; }
 std::string format_seconds(double s) {
   std::ostringstream os;
   const long t = long(s + 0.5);
-  if (t >= 3600) os << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
-  else if (t >= 60) os << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
-  else os << t << "s";
+  if (t >= 3600)
+    os << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
+  else if (t >= 60)
+    os << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
+  else
+    os << t << "s";
   return os.str();
 }
 
@@ -87,8 +90,8 @@ int summarise(const Tally& t, const Grid& g, std::ostream& progress) {
     return 1;
   }
   if (!t.diverged.empty())
-    progress << t.diverged.size() << " runs diverged (recorded as such; the report counts them): "
-             << t.diverged.front() << (t.diverged.size() > 1 ? ", ..." : "") << "\n";
+    progress << t.diverged.size() << " runs diverged (recorded as such; the report counts them): " << t.diverged.front()
+             << (t.diverged.size() > 1 ? ", ..." : "") << "\n";
   progress << "all " << t.selected << " runs finished: " << g.request.out << "\n";
   return 0;
 }
@@ -108,8 +111,10 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
   t.jobs = o.jobs;
   std::vector<std::size_t> pending;
   for (const auto k : indices) {
-    if (is_finished(run_status(g.run_dir(k)).state)) ++t.skipped;
-    else pending.push_back(k);
+    if (is_finished(run_status(g.run_dir(k)).state))
+      ++t.skipped;
+    else
+      pending.push_back(k);
   }
   t.pending = pending.size();
   progress << g.experiment.name << " [" << g.experiment.profile << "]: " << t.grid << " runs in the grid";

@@ -98,10 +98,8 @@ Captured run_captured(const std::vector<std::string>& command) {
   const bool exec_failed = read(status_pipe[0], &exec_errno, sizeof exec_errno) == sizeof exec_errno;
   close(status_pipe[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (exec_failed)
-    throw std::runtime_error(command[0] + ": cannot run it (" + std::strerror(exec_errno) + ")");
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (exec_failed) throw std::runtime_error(command[0] + ": cannot run it (" + std::strerror(exec_errno) + ")");
   c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return c;
 }

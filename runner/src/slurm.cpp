@@ -39,8 +39,9 @@ std::string compress_indices(const std::vector<std::size_t>& k) {
 }
 
 std::string shell_quote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=/.,:@%") ==
-                          std::string::npos)
+  if (!arg.empty() &&
+      arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=/.,:@%") ==
+          std::string::npos)
     return arg;
   std::string q = "'";
   for (const char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -62,7 +63,8 @@ std::string join_quoted(const std::vector<std::string>& args) {
 // lines to the script. Slurm's own formats (time, partition) are Slurm's to check.
 void check_sbatch_value(const std::string& what, const std::string& value) {
   if (value.find_first_of("\n\r\"'\\ \t") != std::string::npos)
-    throw std::invalid_argument(what + " " + value + ": must not contain blanks, quotes or newlines (it goes into an #SBATCH line)");
+    throw std::invalid_argument(what + " " + value +
+                                ": must not contain blanks, quotes or newlines (it goes into an #SBATCH line)");
 }
 
 // Slurm expands %j, %A, %a, ... in --output: a literal % is %%.
@@ -111,8 +113,8 @@ std::map<std::size_t, std::string> queued_runs(const Grid& g, const SlurmOptions
   // would fail for ids the controller has already forgotten.
   const auto c = detail::run_captured({o.squeue(), "-h", "-r", "--me", "-o", "%F|%K|%T"});
   if (c.exit_code != 0)
-    throw std::runtime_error(o.squeue() + " failed (exit " + std::to_string(c.exit_code) + "): " +
-                             c.err.substr(0, c.err.find('\n')));
+    throw std::runtime_error(o.squeue() + " failed (exit " + std::to_string(c.exit_code) +
+                             "): " + c.err.substr(0, c.err.find('\n')));
   std::map<std::string, std::size_t> task_counts;
   for (const auto& s : subs) task_counts[s["array_job"].get<std::string>()] = s["task_count"].get<std::size_t>();
   std::istringstream lines(c.out);
@@ -132,12 +134,15 @@ std::map<std::size_t, std::string> queued_runs(const Grid& g, const SlurmOptions
 namespace {
 
 void check_slurm_options(const Grid& g, const SlurmOptions& o) {
-  if (o.max_parallel < 0) throw std::invalid_argument("--max-parallel " + std::to_string(o.max_parallel) + ": must be >= 0");
-  if (o.array_tasks < 0) throw std::invalid_argument("--array-tasks " + std::to_string(o.array_tasks) + ": must be >= 0");
+  if (o.max_parallel < 0)
+    throw std::invalid_argument("--max-parallel " + std::to_string(o.max_parallel) + ": must be >= 0");
+  if (o.array_tasks < 0)
+    throw std::invalid_argument("--array-tasks " + std::to_string(o.array_tasks) + ": must be >= 0");
   if (o.gpus_per_task > 0 && g.request.device != "cuda")
     throw std::invalid_argument("--gpus-per-task " + std::to_string(o.gpus_per_task) + ": the runs use --device " +
                                 g.request.device + "; add --device cuda");
-  if (o.executable.empty() || fs::path(o.executable).is_relative() || o.workdir.empty() || fs::path(o.workdir).is_relative())
+  if (o.executable.empty() || fs::path(o.executable).is_relative() || o.workdir.empty() ||
+      fs::path(o.workdir).is_relative())
     throw std::invalid_argument("the Slurm scripts need absolute paths of stiefel and of the working folder");
   check_sbatch_value("--partition", o.partition);
   check_sbatch_value("--time", o.time);
@@ -160,8 +165,10 @@ void plan_tasks(SlurmPlan& p, const Grid& g, const SlurmOptions& o, const std::m
       // Queued in an earlier submission, or running now (here or anywhere that holds its lock).
       held = held || queued.count(k) > 0 || state == RunState::running;
     }
-    if (held) p.held.push_back(t);
-    else if (unfinished) p.tasks.push_back(t);
+    if (held)
+      p.held.push_back(t);
+    else if (unfinished)
+      p.tasks.push_back(t);
   }
   p.array_spec = compress_indices(p.tasks);
   if (o.max_parallel > 0 && !p.tasks.empty()) {
@@ -231,15 +238,25 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
   p.log_folder = slurm / "logs";
   p.binary = slurm / "bin" / ("stiefel-" + io::sha256_file(o.executable).substr(0, 16));
   const std::string defs = fs::absolute(g.request.definitions).string();
-  std::vector<std::string> task = {p.binary.string(), "experiment", fs::absolute(g.source).string(),
-                                   "--profile", g.experiment.profile, "--out", out.string(),
-                                   "--device", g.request.device, "--definitions", defs,
-                                   "--jobs", std::to_string(o.jobs)};
+  std::vector<std::string> task = {p.binary.string(),
+                                   "experiment",
+                                   fs::absolute(g.source).string(),
+                                   "--profile",
+                                   g.experiment.profile,
+                                   "--out",
+                                   out.string(),
+                                   "--device",
+                                   g.request.device,
+                                   "--definitions",
+                                   defs,
+                                   "--jobs",
+                                   std::to_string(o.jobs)};
   if (!g.request.data.empty()) task.insert(task.end(), {"--data", g.request.data});
   const std::string head = script_head(g, o, p);
   p.array_script = array_script(g, o, p, head, task);
   p.report_script = report_script(
-      g, p, head, {p.binary.string(), "report", out.string(), "--out", (out / "report").string(), "--definitions", defs});
+      g, p, head,
+      {p.binary.string(), "report", out.string(), "--out", (out / "report").string(), "--definitions", defs});
   return p;
 }
 
@@ -269,8 +286,8 @@ void copy_binary(const std::string& from, const fs::path& to) {
   if (fs::exists(to) && io::sha256_file(to) == io::sha256_file(from)) return;
   io::write_file_atomically(to, [&](const fs::path& tmp) {
     fs::copy_file(from, tmp, fs::copy_options::overwrite_existing);
-    fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec);
+    fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                             fs::perms::others_exec);
   });
 }
 
@@ -287,9 +304,14 @@ Submission submit_slurm(const Grid& g, const SlurmPlan& p, const SlurmOptions& o
 
   Submission s;
   s.array_job = submit_one(o, {p.array_path.string()}, "array job");
-  json entry = {{"submission", p.submission}, {"submitted", utc_now()}, {"array_job", s.array_job},
-                {"array", p.array_spec}, {"task_count", p.task_count}, {"runs", g.runs.size()},
-                {"array_script", p.array_path.string()}, {"report_script", p.report_path.string()},
+  json entry = {{"submission", p.submission},
+                {"submitted", utc_now()},
+                {"array_job", s.array_job},
+                {"array", p.array_spec},
+                {"task_count", p.task_count},
+                {"runs", g.runs.size()},
+                {"array_script", p.array_path.string()},
+                {"report_script", p.report_path.string()},
                 {"binary", p.binary.string()}};
   std::string report_error;
   try {

@@ -38,7 +38,8 @@ fs::path slurm_log(const Grid& g, std::size_t k) {
     const json& last = all.back();
     const auto tasks = last.at("task_count").get<std::size_t>();
     if (tasks == 0) return {};
-    const auto p = g.out / "slurm" / "logs" / (last.at("array_job").get<std::string>() + "_" + std::to_string(k % tasks) + ".out");
+    const auto p =
+        g.out / "slurm" / "logs" / (last.at("array_job").get<std::string>() + "_" + std::to_string(k % tasks) + ".out");
     return fs::exists(p) ? p : fs::path();
   } catch (const std::exception&) {
     return {};
@@ -50,8 +51,8 @@ fs::path slurm_log(const Grid& g, std::size_t k) {
 void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
   out << g.experiment.name << " [" << g.experiment.profile << "]: " << g.runs.size() << " runs:";
   bool first = true;
-  for (const auto st : {RunState::completed, RunState::diverged, RunState::running, RunState::queued,
-                        RunState::failed, RunState::repair, RunState::missing}) {
+  for (const auto st : {RunState::completed, RunState::diverged, RunState::running, RunState::queued, RunState::failed,
+                        RunState::repair, RunState::missing}) {
     const auto it = s.counts.find(st);
     out << (first ? " " : ", ") << (it == s.counts.end() ? 0 : it->second) << " " << to_string(st);
     first = false;

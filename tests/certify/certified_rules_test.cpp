@@ -15,8 +15,8 @@
 namespace stiefel::certificates {
 namespace {
 
-const arms::Rates kRates{.riemann_lr = 0.3, .adam_lr = 0.03, .elementwise_lr = 0.05, .sgd_lr = 0.02, .eps = 1e-8,
-                         .tau = 0.1};
+const arms::Rates kRates{
+    .riemann_lr = 0.3, .adam_lr = 0.03, .elementwise_lr = 0.05, .sgd_lr = 0.02, .eps = 1e-8, .tau = 0.1};
 
 // The registry's name of a certified rule ("b2-sgd (PA16)" is the arm b2-sgd).
 std::string arm_name(FrameRule r) {
@@ -35,7 +35,9 @@ void expect_same_rule(const arms::FrameRule& registry, FrameRule certified) {
     EXPECT_EQ(a->beta1, c.beta1);
     EXPECT_EQ(a->beta2, c.beta2);
     EXPECT_EQ(a->cap_tau.has_value(), c.cap_tau.has_value());
-    if (a->cap_tau && c.cap_tau) EXPECT_EQ(*a->cap_tau, *c.cap_tau);
+    if (a->cap_tau && c.cap_tau) {
+      EXPECT_EQ(*a->cap_tau, *c.cap_tau);
+    }
   } else {
     const auto& s = std::get<RiemannianSgdHyper<double>>(registry);
     ASSERT_FALSE(is_adam_rule(certified));

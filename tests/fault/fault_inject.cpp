@@ -132,8 +132,8 @@ int rename(const char* from, const char* to) {
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s, double* u,
              const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork, int* iwork, int* info,
              size_t jobz_len) {
-  using Fn = void (*)(const char*, const int*, const int*, double*, const int*, double*, double*, const int*,
-                      double*, const int*, double*, const int*, int*, int*, size_t);
+  using Fn = void (*)(const char*, const int*, const int*, double*, const int*, double*, double*, const int*, double*,
+                      const int*, double*, const int*, int*, int*, size_t);
   static auto real = next<Fn>("dgesdd_");
   if (*lwork != -1 && no_convergence("gesdd")) {
     *info = 1;

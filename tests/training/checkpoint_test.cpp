@@ -174,7 +174,10 @@ TEST(Checkpoint, RefusesAStorageKeyOfAnotherRecord) {
   TrainState a;
   a.steps(1);
   std::string bytes = checkpoint::serialise(a.state(), 1, 1, kOptions);
-  const std::string first_key("X\x01\x00\x00\x00" "0", 6);  // BINUNICODE "0": the first storage's key
+  const std::string first_key(
+      "X\x01\x00\x00\x00"
+      "0",
+      6);  // BINUNICODE "0": the first storage's key
   const std::size_t at = bytes.find(first_key);
   ASSERT_NE(at, std::string::npos);
   bytes[at + 5] = '1';  // now storage 1 is referenced twice

@@ -89,8 +89,8 @@ TEST(Codebook, KMeansFindsPlantedClustersAndNeverRaisesItsObjective) {
   for (std::size_t t = 1; t < objective.size(); ++t)
     EXPECT_LE(objective[t].get<double>(), objective[t - 1].get<double>() + 1e-15) << "iteration " << t;
   EXPECT_TRUE(book.record["converged"].get<bool>());
-  const auto found = chordal_affinity(book.centroids, to_torch(centres));  // [K found, K planted]
-  EXPECT_GT(std::get<0>(found.max(1)).min().item<double>(), double(r) - 0.05);  // each found one near a planted one
+  const auto found = chordal_affinity(book.centroids, to_torch(centres));        // [K found, K planted]
+  EXPECT_GT(std::get<0>(found.max(1)).min().item<double>(), double(r) - 0.05);   // each found one near a planted one
   EXPECT_EQ(std::get<0>(torch::_unique(std::get<1>(found.max(1)))).numel(), 4);  // and all four planted ones found
   EXPECT_THROW(build_codebook(to_torch(points), 121, 0, 5), std::invalid_argument);
 }

@@ -76,8 +76,10 @@ TEST(Cifar10, RejectsTruncatedBadLabelAndMissingFiles) {
 std::vector<std::uint8_t> idx(std::uint32_t magic, std::vector<std::uint32_t> dims, std::size_t payload,
                               std::uint8_t fill) {
   std::vector<std::uint8_t> b;
-  for (std::uint32_t v : std::vector<std::uint32_t>{magic}) b.insert(b.end(), {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)});
-  for (std::uint32_t v : dims) b.insert(b.end(), {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)});
+  for (std::uint32_t v : std::vector<std::uint32_t>{magic})
+    b.insert(b.end(), {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)});
+  for (std::uint32_t v : dims)
+    b.insert(b.end(), {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)});
   b.insert(b.end(), payload, fill);
   return b;
 }
@@ -160,7 +162,8 @@ ImageSet slice_images(const ImageSet& s, std::int64_t first, std::int64_t count)
   ImageSet out = s;
   const auto per = std::size_t(s.channels * s.height * s.width);
   out.count = count;
-  out.pixels.assign(s.pixels.begin() + std::ptrdiff_t(first * per), s.pixels.begin() + std::ptrdiff_t((first + count) * per));
+  out.pixels.assign(s.pixels.begin() + std::ptrdiff_t(first * per),
+                    s.pixels.begin() + std::ptrdiff_t((first + count) * per));
   out.labels.assign(s.labels.begin() + first, s.labels.begin() + first + count);
   return out;
 }
@@ -176,8 +179,8 @@ TEST(Patches, ValidationSplitIsTheNextImagesAndTouchesNothingElse) {
   EXPECT_FALSE(without.val_x.defined());
   // The split is images [n, n + val_n), whitened by the same fit: the same images given as the
   // test split of a run on the first n images come out identical.
-  const auto as_test = prepare_patch_data(slice_images(train, 0, n), slice_images(train, n, val_n), n, 8, 64, 300, 5,
-                                          "synthetic");
+  const auto as_test =
+      prepare_patch_data(slice_images(train, 0, n), slice_images(train, n, val_n), n, 8, 64, 300, 5, "synthetic");
   ASSERT_EQ(with.val_x.sizes(), (std::vector<std::int64_t>{val_n, 16, 64}));
   EXPECT_TRUE(torch::equal(with.val_x, as_test.test_x));
   EXPECT_TRUE(torch::equal(with.val_y, as_test.test_y));

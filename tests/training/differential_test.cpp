@@ -26,8 +26,8 @@ struct Rule {
 // (B2's rule with Retraction::kPolarGram). The torch side runs frame_hyper(core_rule): an arm's
 // batched rule and its rule of core/ come from the one registry entry.
 std::vector<Rule> rules() {
-  const arms::Rates rates{.riemann_lr = 0.3, .adam_lr = 0.03, .elementwise_lr = 0.03, .sgd_lr = 0.02,
-                          .eps = 1e-8, .tau = 0.1};
+  const arms::Rates rates{
+      .riemann_lr = 0.3, .adam_lr = 0.03, .elementwise_lr = 0.03, .sgd_lr = 0.02, .eps = 1e-8, .tau = 0.1};
   std::vector<Rule> r;
   for (const arms::Arm& arm : arms::all())
     if (arm.on_manifold()) r.push_back({arm.name, arm.rule(rates)});
@@ -148,7 +148,7 @@ TEST(FrameOptimizer, BlockLayoutKeepsTheHeadsMutuallyOrthogonal) {
   const auto start = from_frames(block.unsqueeze(0), torch::empty({heads, d, r}), FrameLayout::kBlock).contiguous();
   ASSERT_TRUE(torch::equal(to_frames(start, FrameLayout::kBlock), block.unsqueeze(0)));
   ASSERT_TRUE(torch::equal(start[1], block.slice(1, r, 2 * r)));  // head h is columns h·r … (h+1)·r − 1
-  const auto cross_heads = [&](const torch::Tensor& p) {  // max |W_hᵀ W_k| over h ≠ k
+  const auto cross_heads = [&](const torch::Tensor& p) {          // max |W_hᵀ W_k| over h ≠ k
     double worst = 0;
     for (std::int64_t h = 0; h < heads; ++h)
       for (std::int64_t k = 0; k < heads; ++k)
@@ -187,7 +187,7 @@ TEST(FrameOptimizer, BlockLayoutKeepsTheHeadsMutuallyOrthogonal) {
       EXPECT_LT(cross_heads(p.detach()), 1e-13);
     } else {
       EXPECT_LT(isometry_error(p.detach()).max().item<double>(), 1e-13);  // each head on St(d, r) …
-      EXPECT_GT(cross_heads(p.detach()), 1e-2);                          // … but not mutually orthogonal
+      EXPECT_GT(cross_heads(p.detach()), 1e-2);                           // … but not mutually orthogonal
     }
   }
 }

@@ -89,10 +89,10 @@ struct StorageRef {
 // The bytes of one element of a storage type LibTorch writes; 0 for any other name.
 std::uint64_t storage_element_size(const std::string& global) {
   static const std::map<std::string, std::uint64_t> sizes = {
-      {"torch\nFloatStorage", 4},   {"torch\nDoubleStorage", 8},       {"torch\nHalfStorage", 2},
-      {"torch\nBFloat16Storage", 2}, {"torch\nLongStorage", 8},        {"torch\nIntStorage", 4},
-      {"torch\nShortStorage", 2},   {"torch\nCharStorage", 1},         {"torch\nByteStorage", 1},
-      {"torch\nBoolStorage", 1},    {"torch\nComplexFloatStorage", 8}, {"torch\nComplexDoubleStorage", 16}};
+      {"torch\nFloatStorage", 4},    {"torch\nDoubleStorage", 8},       {"torch\nHalfStorage", 2},
+      {"torch\nBFloat16Storage", 2}, {"torch\nLongStorage", 8},         {"torch\nIntStorage", 4},
+      {"torch\nShortStorage", 2},    {"torch\nCharStorage", 1},         {"torch\nByteStorage", 1},
+      {"torch\nBoolStorage", 1},     {"torch\nComplexFloatStorage", 8}, {"torch\nComplexDoubleStorage", 16}};
   const auto it = sizes.find(global);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -101,8 +101,9 @@ std::uint64_t storage_element_size(const std::string& global) {
 // the key a decimal index used once, the storage's size numel × the type's element size.
 void add_storage_ref(const std::optional<std::vector<std::string>>& closed, const std::string& record,
                      const std::function<void(const std::string&)>& bad, std::map<std::string, StorageRef>& storages) {
-  const std::uint64_t element =
-      closed && closed->size() == 5 && (*closed)[1].rfind("g:", 0) == 0 ? storage_element_size((*closed)[1].substr(2)) : 0;
+  const std::uint64_t element = closed && closed->size() == 5 && (*closed)[1].rfind("g:", 0) == 0
+                                    ? storage_element_size((*closed)[1].substr(2))
+                                    : 0;
   if (!closed || closed->size() != 5 || (*closed)[0] != "s:storage" || element == 0 ||
       (*closed)[2].rfind("s:", 0) != 0 || (*closed)[3].rfind("s:", 0) != 0 || (*closed)[4].rfind("i:", 0) != 0)
     bad(record + ": a persistent id that is not a storage reference LibTorch writes");
@@ -166,8 +167,11 @@ void check_pickle(const std::string& b, std::size_t begin, std::size_t end, cons
       }
       if (op == 'c') pushed = "g:" + text;  // GLOBAL module\nname
     } else if (!in(none, op)) {
-      const std::size_t head = in(fixed1, op) || in(counted1, op) ? 1 : in(fixed2, op) ? 2
-                               : in(fixed4, op) || in(counted4, op) ? 4 : in(fixed8, op) || in(counted8, op) ? 8 : 0;
+      const std::size_t head = in(fixed1, op) || in(counted1, op)   ? 1
+                               : in(fixed2, op)                     ? 2
+                               : in(fixed4, op) || in(counted4, op) ? 4
+                               : in(fixed8, op) || in(counted8, op) ? 8
+                                                                    : 0;
       if (head == 0) {
         static const char* hex = "0123456789abcdef";
         bad(record + ": pickle opcode 0x" + std::string{hex[std::uint8_t(op) >> 4], hex[std::uint8_t(op) & 15]} +
@@ -220,10 +224,11 @@ std::string record_bytes(const std::string& b, std::size_t data, std::uint64_t c
 // else is refused before LibTorch compiles it.
 void check_code_record(const std::string& code, const std::string& record,
                        const std::function<void(const std::string&)>& bad) {
-  static const std::string type = R"((Tensor|int|float|str|bool|Tuple\[float, float\]|__torch__(\.___torch_mangle_[0-9]+)?\.Module))";
-  static const std::regex line(
-      R"(  (__parameters__|__buffers__|__annotations__) = \[("[A-Za-z0-9_./]*", )*\])"
-      R"(|  __annotations__\["[A-Za-z0-9_./]*"\] = )" + type + R"(|  [A-Za-z_][A-Za-z0-9_]* : )" + type + "|");
+  static const std::string type =
+      R"((Tensor|int|float|str|bool|Tuple\[float, float\]|__torch__(\.___torch_mangle_[0-9]+)?\.Module))";
+  static const std::regex line(R"(  (__parameters__|__buffers__|__annotations__) = \[("[A-Za-z0-9_./]*", )*\])"
+                               R"(|  __annotations__\["[A-Za-z0-9_./]*"\] = )" +
+                               type + R"(|  [A-Za-z_][A-Za-z0-9_]* : )" + type + "|");
   std::size_t at = 0, n = 0;
   while (at <= code.size()) {
     std::size_t nl = code.find('\n', at);
@@ -273,8 +278,8 @@ void check_storage_records(const std::map<std::string, std::map<std::string, Sto
       const auto it = record_sizes.find(lower);
       if (it == record_sizes.end()) bad(folder + "data.pkl: storage " + key + " has no record");
       if (it->second != ref.bytes)
-        bad(folder + "data.pkl: storage " + key + " declares " + std::to_string(ref.bytes) + " bytes, its record holds " +
-            std::to_string(it->second));
+        bad(folder + "data.pkl: storage " + key + " declares " + std::to_string(ref.bytes) +
+            " bytes, its record holds " + std::to_string(it->second));
     }
 }
 
@@ -312,7 +317,8 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
     }
     // Stored records (the tensors) are their own size; deflated ones (LibTorch's code records)
     // expand at most 1032-fold, deflate's limit.
-    if (method != 0 && method != 8) bad("a record of ZIP method " + std::to_string(method) + " (neither stored nor deflated)");
+    if (method != 0 && method != 8)
+      bad("a record of ZIP method " + std::to_string(method) + " (neither stored nor deflated)");
     if (!inside(offset, compressed) || (method == 0 ? size != compressed : size > 1032 * compressed + 1024))
       bad("a record that does not fit the file");
     std::string record = b.substr(e + 46, std::size_t(name_len));
@@ -340,7 +346,8 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
         if (!refs.empty() && !data_pkl) bad(record + ": storage references outside a data.pkl record");
         if (data_pkl) storages[record.substr(0, record.size() - 8)] = std::move(refs);
       }
-      if (code) check_code_record(record_bytes(b, std::size_t(data), compressed, size, method, record, bad), record, bad);
+      if (code)
+        check_code_record(record_bytes(b, std::size_t(data), compressed, size, method, record, bad), record, bad);
     }
     at += 46 + name_len + extra_len + comment_len;
   }
@@ -370,12 +377,13 @@ void check_adamw(const std::vector<AdamHyper>& expected, torch::optim::AdamW& ad
       if (it == adamw.state().end()) continue;
       const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
       const auto fits = [&](const torch::Tensor& t) {
-        return t.defined() && t.sizes() == p.sizes() && t.scalar_type() == p.scalar_type() && t.device() == p.device() &&
-               owns_its_storage(t);
+        return t.defined() && t.sizes() == p.sizes() && t.scalar_type() == p.scalar_type() &&
+               t.device() == p.device() && owns_its_storage(t);
       };
-      if (!fits(st.exp_avg()) || !fits(st.exp_avg_sq()) || (st.max_exp_avg_sq().defined() && !fits(st.max_exp_avg_sq())))
+      if (!fits(st.exp_avg()) || !fits(st.exp_avg_sq()) ||
+          (st.max_exp_avg_sq().defined() && !fits(st.max_exp_avg_sq())))
         throw Refusal(name + ": an AdamW moment does not have its parameter's shape " + c10::str(p.sizes()) +
-                                    " and type " + c10::toString(p.scalar_type()));
+                      " and type " + c10::toString(p.scalar_type()));
       if (st.step() < 0) throw Refusal(name + ": an AdamW step count is negative");
     }
 }

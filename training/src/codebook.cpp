@@ -28,7 +28,7 @@ torch::Tensor update_centroids(const torch::Tensor& points, const torch::Tensor&
     const auto members = torch::nonzero(assignment == k).flatten();
     if (members.numel() == 0) continue;
     const auto a = points.index_select(0, members).permute({1, 0, 2}).reshape({d, -1});  // [A_1 … A_m]
-    const auto [lambda, v] = torch::linalg_eigh(a.mm(a.t()));  // ascending
+    const auto [lambda, v] = torch::linalg_eigh(a.mm(a.t()));                            // ascending
     next[k] = v.narrow(1, d - r, r).flip(1);
   }
   return next;
@@ -46,7 +46,7 @@ torch::Tensor seed_centroids(const torch::Tensor& points, std::int64_t k, at::Ge
   for (std::int64_t j = 1; j < k; ++j) {
     const auto weights = nearest.clamp_min(0);
     const auto pick = weights.sum().item<double>() > 0 ? torch::multinomial(weights, 1, false, gen)
-                                                        : torch::randint(n, {1}, gen, torch::kLong);
+                                                       : torch::randint(n, {1}, gen, torch::kLong);
     chosen.push_back(points[pick.item<std::int64_t>()]);
     nearest = torch::minimum(nearest, r - chordal_affinity(points, chosen.back().unsqueeze(0)).squeeze(1));
   }
@@ -57,8 +57,9 @@ torch::Tensor seed_centroids(const torch::Tensor& points, std::int64_t k, at::Ge
 
 Codebook build_codebook(const torch::Tensor& points, std::int64_t k, std::uint64_t seed, std::int64_t max_iterations) {
   if (k < 1 || k > points.size(0))
-    throw std::invalid_argument("--codebook-k " + std::to_string(k) + ": expected 1 to the number of training images (" +
-                                std::to_string(points.size(0)) + ")");
+    throw std::invalid_argument("--codebook-k " + std::to_string(k) +
+                                ": expected 1 to the number of training images (" + std::to_string(points.size(0)) +
+                                ")");
   auto gen = at::detail::createCPUGenerator(seed * 1000003 + 0xC0DEB00C);
   Codebook book;
   book.centroids = seed_centroids(points, k, gen);
@@ -75,8 +76,12 @@ Codebook build_codebook(const torch::Tensor& points, std::int64_t k, std::uint64
     assignment = std::get<1>(best);
     if (settled) break;
   }
-  book.record = {{"k", k}, {"points", points.size(0)}, {"d", points.size(1)}, {"r", points.size(2)},
-                 {"iterations", it + (it < max_iterations ? 1 : 0)}, {"converged", it < max_iterations},
+  book.record = {{"k", k},
+                 {"points", points.size(0)},
+                 {"d", points.size(1)},
+                 {"r", points.size(2)},
+                 {"iterations", it + (it < max_iterations ? 1 : 0)},
+                 {"converged", it < max_iterations},
                  {"objective_per_point_and_dimension", objective},
                  {"points_are", "the spans of the training images' whitened patches"},
                  {"seeding", "K-means++ by squared chordal distance"}};

@@ -60,8 +60,7 @@ nlohmann::json configure_cpu_compute(int intra_op_threads) {
   static const bool interop = [] {
     try {
       at::set_num_interop_threads(1);  // allowed once, before any inter-op work
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     return true;
   }();
   (void)interop;

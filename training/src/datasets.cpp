@@ -52,8 +52,8 @@ void append_cifar10(ImageSet& set, const std::vector<std::uint8_t>& bytes, const
   set.height = set.width = 32;
   if (records < 1 || bytes.size() != std::size_t(kCifarRecord) * std::size_t(records))
     throw DataError(path + ": " + std::to_string(bytes.size()) + " bytes, expected " +
-                    std::to_string(kCifarRecord * std::max<std::int64_t>(records, 1)) + " (" +
-                    std::to_string(records) + " records of 3,073 bytes)" +
+                    std::to_string(kCifarRecord * std::max<std::int64_t>(records, 1)) + " (" + std::to_string(records) +
+                    " records of 3,073 bytes)" +
                     (bytes.size() % kCifarRecord == 0 ? "" : "; truncated or not a CIFAR-10 batch"));
   for (std::int64_t i = 0; i < records; ++i) {
     const std::uint8_t label = bytes[std::size_t(i * kCifarRecord)];

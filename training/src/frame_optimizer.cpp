@@ -84,17 +84,18 @@ void FrameOptimizer::load(torch::serialize::InputArchive& archive) {
       const auto expect = [&](const torch::Tensor& t, const std::string& key, bool frame_shaped) {
         const bool shape_ok = frame_shaped ? t.sizes() == frames.sizes() : t.dim() == 3 && t.size(0) == frames.size(0);
         if (!shape_ok || t.scalar_type() != torch::kFloat64)
-          throw std::invalid_argument("checkpoint tensor " + key + " has shape " + c10::str(t.sizes()) + " and type " +
-                                      std::string(c10::toString(t.scalar_type())) + "; the frame " +
-                                      std::to_string(i) + " needs " +
-                                      (frame_shaped ? c10::str(frames.sizes()) : "[" + std::to_string(frames.size(0)) + ", …]") +
-                                      " in float64");
+          throw std::invalid_argument(
+              "checkpoint tensor " + key + " has shape " + c10::str(t.sizes()) + " and type " +
+              std::string(c10::toString(t.scalar_type())) + "; the frame " + std::to_string(i) + " needs " +
+              (frame_shaped ? c10::str(frames.sizes()) : "[" + std::to_string(frames.size(0)) + ", …]") +
+              " in float64");
       };
       expect(st->master, checkpoint::frame_key(i, "master"), true);
       expect(st->frame.m, checkpoint::frame_key(i, "m"), true);
       expect(st->frame.v, checkpoint::frame_key(i, "v"), false);
       if (step.numel() != 1 || step.item<std::int64_t>() < 0)
-        throw std::invalid_argument("checkpoint tensor " + checkpoint::frame_key(i, "step") + " is not a non-negative step count");
+        throw std::invalid_argument("checkpoint tensor " + checkpoint::frame_key(i, "step") +
+                                    " is not a non-negative step count");
       st->frame.step = step.item<std::int64_t>();
       state_[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(st);
     }

@@ -8,9 +8,12 @@ torch::Tensor sym(const torch::Tensor& a) { return (a + bt(a)) / 2; }
 
 torch::Tensor apply_map(TangentMap map, const torch::Tensor& w, const torch::Tensor& g) {
   switch (map) {
-    case TangentMap::kStiefel: return batched_project_tangent(w, g);
-    case TangentMap::kGrassmann: return g - w.bmm(bt(w).bmm(g));
-    case TangentMap::kCanonical: return g - w.bmm(bt(g).bmm(w));
+    case TangentMap::kStiefel:
+      return batched_project_tangent(w, g);
+    case TangentMap::kGrassmann:
+      return g - w.bmm(bt(w).bmm(g));
+    case TangentMap::kCanonical:
+      return g - w.bmm(bt(g).bmm(w));
   }
   return batched_project_tangent(w, g);
 }
@@ -98,10 +101,18 @@ FrameState make_frame_state(const torch::Tensor& w, const FrameHyper& hyper) {
   s.m = torch::zeros({b, d, r}, opts);
   switch (hyper.moment) {
     case SecondMoment::kPerFrame:
-    case SecondMoment::kPerFrameMean: s.v = torch::zeros({b, 1, 1}, opts); break;
-    case SecondMoment::kPerColumn: s.v = torch::zeros({b, 1, r}, opts); break;
-    case SecondMoment::kElementwise: s.v = torch::zeros({b, d, r}, opts); break;
-    case SecondMoment::kPerRow: s.v = torch::zeros({b, d, 1}, opts); break;
+    case SecondMoment::kPerFrameMean:
+      s.v = torch::zeros({b, 1, 1}, opts);
+      break;
+    case SecondMoment::kPerColumn:
+      s.v = torch::zeros({b, 1, r}, opts);
+      break;
+    case SecondMoment::kElementwise:
+      s.v = torch::zeros({b, d, r}, opts);
+      break;
+    case SecondMoment::kPerRow:
+      s.v = torch::zeros({b, d, 1}, opts);
+      break;
   }
   return s;
 }
@@ -121,13 +132,21 @@ FrameReport frame_step(torch::Tensor& w, const torch::Tensor& g, FrameState& st,
     const double bias2 = 1 - std::pow(h.beta2, double(st.step));
     st.m = h.beta1 * reproject(h.map, w, st.m) + (1 - h.beta1) * xi;
     switch (h.moment) {
-      case SecondMoment::kPerFrame: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum({-2, -1}, true); break;
+      case SecondMoment::kPerFrame:
+        st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum({-2, -1}, true);
+        break;
       case SecondMoment::kPerFrameMean:
         st.v = h.beta2 * st.v + (1 - h.beta2) * (xi.pow(2).sum({-2, -1}, true) / double(xi.size(1) * xi.size(2)));
         break;
-      case SecondMoment::kPerColumn: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-2, true); break;
-      case SecondMoment::kElementwise: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2); break;
-      case SecondMoment::kPerRow: st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-1, true); break;
+      case SecondMoment::kPerColumn:
+        st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-2, true);
+        break;
+      case SecondMoment::kElementwise:
+        st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2);
+        break;
+      case SecondMoment::kPerRow:
+        st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-1, true);
+        break;
     }
     const auto m_hat = st.m / bias1;
     const auto denom = (st.v / bias2).sqrt() + h.eps;

@@ -6,8 +6,7 @@
 
 namespace stiefel::training {
 
-FrameAttentionImpl::FrameAttentionImpl(std::int64_t d, std::int64_t heads_, std::int64_t r_)
-    : heads(heads_), r(r_) {
+FrameAttentionImpl::FrameAttentionImpl(std::int64_t d, std::int64_t heads_, std::int64_t r_) : heads(heads_), r(r_) {
   wq = register_parameter("wq", torch::zeros({heads, d, r}));
   wk = register_parameter("wk", torch::zeros({heads, d, r}));
   wv = register_module("wv", torch::nn::Linear(d, heads * r));
@@ -20,8 +19,8 @@ torch::Tensor FrameAttentionImpl::forward(const torch::Tensor& x) {
   const auto k = torch::einsum("btd,hdr->bhtr", {x, wk});
   const auto v = wv->forward(x).view({b, t, heads, r}).transpose(1, 2);
   // softmax(Q Kᵀ / √r) V per (image, head), as [B·H, T, r] products of small matrices.
-  const auto scores = small_bmm(q.reshape({b * heads, t, r}), k.reshape({b * heads, t, r}), false, true,
-                                std::sqrt(double(r)));
+  const auto scores =
+      small_bmm(q.reshape({b * heads, t, r}), k.reshape({b * heads, t, r}), false, true, std::sqrt(double(r)));
   const auto heads_out = small_bmm(torch::softmax(scores, -1), v.reshape({b * heads, t, r}), false, false);
   return wo->forward(heads_out.view({b, heads, t, r}).transpose(1, 2).reshape({b, t, heads * r}));
 }
@@ -49,8 +48,10 @@ ClassifierImpl::ClassifierImpl(const ModelSpec& s) : spec(s) {
     } else if (s.positional != "none") {
       throw std::invalid_argument("--positional must be learned or none");
     }
-    if (s.pooling == "cls") cls = register_parameter("cls", torch::zeros({1, 1, s.d}));
-    else if (s.pooling != "mean") throw std::invalid_argument("--pooling must be mean or cls");
+    if (s.pooling == "cls")
+      cls = register_parameter("cls", torch::zeros({1, 1, s.d}));
+    else if (s.pooling != "mean")
+      throw std::invalid_argument("--pooling must be mean or cls");
     head = register_module("head", torch::nn::Linear(s.d, s.classes));
   } else {
     token_embed = register_module("token_embed", torch::nn::Embedding(s.input_dim, s.d));
@@ -73,8 +74,7 @@ torch::Tensor ClassifierImpl::forward(const torch::Tensor& x) {
   }
   for (const auto& layer : *layers) h = layer->as<EncoderLayer>()->forward(h);
   h = final_ln->forward(h);
-  if (spec.task == "grok")
-    return readout2->forward(torch::relu(readout1->forward(h.reshape({h.size(0), -1}))));
+  if (spec.task == "grok") return readout2->forward(torch::relu(readout1->forward(h.reshape({h.size(0), -1}))));
   const auto pooled = spec.pooling == "cls" ? h.select(1, 0) : h.mean(1);
   return head->forward(pooled);
 }

@@ -29,8 +29,7 @@ torch::Tensor normalised_patches(const ImageSet& images, std::int64_t first, std
 
 }  // namespace
 
-torch::Tensor extract_patches(const ImageSet& images, std::int64_t first, std::int64_t count,
-                              std::int64_t patch) {
+torch::Tensor extract_patches(const ImageSet& images, std::int64_t first, std::int64_t count, std::int64_t patch) {
   if (first < 0 || count < 0 || first + count > images.count)
     throw std::invalid_argument("extract_patches: images [" + std::to_string(first) + ", " +
                                 std::to_string(first + count) + ") out of " + std::to_string(images.count));
@@ -75,20 +74,19 @@ torch::Tensor Whitener::apply(const torch::Tensor& patches) const {
   const std::int64_t rows = patches.dim() >= 2 ? patches.size(0) : 0;
   if (chunk_end(0, rows) < rows) {
     std::vector<torch::Tensor> parts;
-    for (std::int64_t i = 0; i < rows; i = chunk_end(i, rows))
-      parts.push_back(patches.slice(0, i, chunk_end(i, rows)));
+    for (std::int64_t i = 0; i < rows; i = chunk_end(i, rows)) parts.push_back(patches.slice(0, i, chunk_end(i, rows)));
     for (auto& part : parts) part = (part.to(torch::kFloat64) - mean).matmul(projection).to(torch::kFloat32);
     return torch::cat(parts);
   }
   return (patches.to(torch::kFloat64) - mean).matmul(projection).to(torch::kFloat32);
 }
 
-PatchData prepare_patch_data(const ImageSet& train, const ImageSet& test, std::int64_t n,
-                             std::int64_t patch, std::int64_t dim, std::int64_t pca_samples,
-                             std::uint64_t seed, std::string dataset, std::int64_t val_n) {
+PatchData prepare_patch_data(const ImageSet& train, const ImageSet& test, std::int64_t n, std::int64_t patch,
+                             std::int64_t dim, std::int64_t pca_samples, std::uint64_t seed, std::string dataset,
+                             std::int64_t val_n) {
   if (n < 1 || n > train.count)
-    throw std::invalid_argument("--n " + std::to_string(n) + ": the training set has " +
-                                std::to_string(train.count) + " images");
+    throw std::invalid_argument("--n " + std::to_string(n) + ": the training set has " + std::to_string(train.count) +
+                                " images");
   if (val_n < 0 || n + val_n > train.count)
     throw std::invalid_argument("--val-n " + std::to_string(val_n) + ": the validation split [" + std::to_string(n) +
                                 ", " + std::to_string(n + val_n) + ") does not fit in the training set of " +

@@ -39,14 +39,18 @@ inline __attribute__((always_inline)) void kernel(const T* __restrict a, const T
 }
 
 // One clone per vector width, chosen at load time.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void kernel_float(
-    const float* a, const float* b, float* c, std::int64_t n, std::int64_t m, std::int64_t k, std::int64_t p,
-    bool trans_a, bool trans_b, float alpha) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void kernel_float(const float* a, const float* b, float* c,
+                                                                               std::int64_t n, std::int64_t m,
+                                                                               std::int64_t k, std::int64_t p,
+                                                                               bool trans_a, bool trans_b,
+                                                                               float alpha) {
   kernel<float>(a, b, c, n, m, k, p, trans_a, trans_b, alpha);
 }
-__attribute__((target_clones("avx512f", "avx2", "default"))) void kernel_double(
-    const double* a, const double* b, double* c, std::int64_t n, std::int64_t m, std::int64_t k, std::int64_t p,
-    bool trans_a, bool trans_b, double alpha) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void kernel_double(const double* a, const double* b,
+                                                                                double* c, std::int64_t n,
+                                                                                std::int64_t m, std::int64_t k,
+                                                                                std::int64_t p, bool trans_a,
+                                                                                bool trans_b, double alpha) {
   kernel<double>(a, b, c, n, m, k, p, trans_a, trans_b, alpha);
 }
 
@@ -63,8 +67,8 @@ torch::Tensor forward_impl(const torch::Tensor& a_in, const torch::Tensor& b_in,
     kernel_float(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), n, m, k, p, trans_a, trans_b,
                  float(alpha));
   else
-    kernel_double(a.data_ptr<double>(), b.data_ptr<double>(), c.data_ptr<double>(), n, m, k, p, trans_a,
-                  trans_b, alpha);
+    kernel_double(a.data_ptr<double>(), b.data_ptr<double>(), c.data_ptr<double>(), n, m, k, p, trans_a, trans_b,
+                  alpha);
   return c;
 }
 
@@ -103,8 +107,8 @@ void use_small_bmm_kernel(bool on) { g_kernel_on = on; }
 torch::Tensor small_bmm(const torch::Tensor& a, const torch::Tensor& b, bool trans_a, bool trans_b, double divisor) {
   const bool fast = g_kernel_on && a.device().is_cpu() && b.device().is_cpu() && a.dim() == 3 && b.dim() == 3 &&
                     a.scalar_type() == b.scalar_type() &&
-                    (a.scalar_type() == torch::kFloat || a.scalar_type() == torch::kDouble) &&
-                    a.size(1) <= kMaxSide && a.size(2) <= kMaxSide && b.size(1) <= kMaxSide && b.size(2) <= kMaxSide;
+                    (a.scalar_type() == torch::kFloat || a.scalar_type() == torch::kDouble) && a.size(1) <= kMaxSide &&
+                    a.size(2) <= kMaxSide && b.size(1) <= kMaxSide && b.size(2) <= kMaxSide;
   if (!fast) {
     const auto x = trans_a ? a.transpose(-2, -1) : a;
     const auto y = trans_b ? b.transpose(-2, -1) : b;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <ostream>
 #include <stiefel/arms.h>
+#include <stiefel/schema.h>
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/sha256.h>
 #include <stiefel/training/checkpoint.h>
@@ -35,21 +36,29 @@ constexpr const char* kJpegCopyTestSha256 = "04f678140f6c19922ac2cd6173508c3ff0d
 // The registry's arm (stiefel/arms.h) with its frame rule resolved for this run's rates.
 struct Arm {
   std::string name;
-  bool frames_on_manifold;      // orthonormal init, updated by FrameOptimizer
-  bool frame_decay;             // AdamW arms: decay on W_Q, W_K
+  bool frames_on_manifold;  // orthonormal init, updated by FrameOptimizer
+  bool frame_decay;         // AdamW arms: decay on W_Q, W_K
   bool soft_penalty;
   FrameHyper hyper;
   FrameLayout layout = FrameLayout::kPerHead;
-  std::optional<double> codebook_beta;  // C2, C2-nb: the codebook prior's β
+  std::optional<double> codebook_beta = {};  // C2, C2-nb: the codebook prior's β
 };
 
 Arm make_arm(const TrainConfig& c, double adam_lr, double eps) {
   const arms::Arm& def = arms::find(c.arm);
-  Arm a{c.arm, def.on_manifold(), def.frame_decay, def.soft_penalty, {},
+  Arm a{c.arm,
+        def.on_manifold(),
+        def.frame_decay,
+        def.soft_penalty,
+        {},
         def.block_heads ? FrameLayout::kBlock : FrameLayout::kPerHead};
-  const arms::Rates rates{.riemann_lr = c.riemann_lr, .adam_lr = adam_lr,
-                          .elementwise_lr = c.elementwise_lr > 0 ? c.elementwise_lr : adam_lr, .sgd_lr = c.sgd_lr,
-                          .eps = eps, .tau = c.tau, .codebook_beta = c.codebook_beta};
+  const arms::Rates rates{.riemann_lr = c.riemann_lr,
+                          .adam_lr = adam_lr,
+                          .elementwise_lr = c.elementwise_lr > 0 ? c.elementwise_lr : adam_lr,
+                          .sgd_lr = c.sgd_lr,
+                          .eps = eps,
+                          .tau = c.tau,
+                          .codebook_beta = c.codebook_beta};
   if (def.on_manifold()) a.hyper = frame_hyper(def.rule(rates));
   if (def.uses_codebook()) a.codebook_beta = def.codebook_beta(rates);
   return a;
@@ -77,7 +86,8 @@ Data load_data(const TrainConfig& c) {
     d.input_dim = 98;
     d.tokens = 3;
     d.classes = 97;
-    d.record = {{"name", d.name}, {"p", 97}, {"train_fraction", 0.4}, {"train", d.train_y.size(0)},
+    d.record = {{"name", d.name},           {"p", 97},
+                {"train_fraction", 0.4},    {"train", d.train_y.size(0)},
                 {"test", d.test_y.size(0)}, {"split_seed", c.seed}};
     return d;
   }
@@ -118,12 +128,20 @@ Data load_data(const TrainConfig& c) {
   d.input_dim = p.dim;
   d.tokens = p.train_x.size(1);
   d.classes = p.classes;
-  d.record = {{"name", d.name}, {"source", spec}, {"train", c.n}, {"test", d.test_y.size(0)},
-              {"patch", patch}, {"patches_per_image", d.tokens}, {"raw_dim", p.raw_dim},
-              {"whitened_dim", p.dim}, {"pca_samples", p.pca_samples}, {"pca_eps", 0.1},
+  d.record = {{"name", d.name},
+              {"source", spec},
+              {"train", c.n},
+              {"test", d.test_y.size(0)},
+              {"patch", patch},
+              {"patches_per_image", d.tokens},
+              {"raw_dim", p.raw_dim},
+              {"whitened_dim", p.dim},
+              {"pca_samples", p.pca_samples},
+              {"pca_eps", 0.1},
               {"contrast_normalisation", "(x - mean) / sqrt(var + 10/255^2)"}};
   if (c.val_n > 0)
-    d.record["validation"] = {{"first", c.n}, {"count", c.val_n},
+    d.record["validation"] = {{"first", c.n},
+                              {"count", c.val_n},
                               {"note", "training images [n, n + val_n): never trained on, not in the PCA fit"}};
   return d;
 }
@@ -134,7 +152,8 @@ std::string first_non_finite(const std::vector<std::pair<std::string, torch::Ten
   std::vector<torch::Tensor> sums;
   for (const auto& [name, t] : named) {
     const auto& x = grad ? t.grad() : t;
-    sums.push_back(x.defined() ? x.detach().sum(torch::kFloat64) : torch::zeros({}, t.options().dtype(torch::kFloat64)));
+    sums.push_back(x.defined() ? x.detach().sum(torch::kFloat64)
+                               : torch::zeros({}, t.options().dtype(torch::kFloat64)));
   }
   if (sums.empty() || std::isfinite(torch::stack(sums).sum().item<double>())) return "";
   for (std::size_t i = 0; i < named.size(); ++i) {
@@ -184,34 +203,13 @@ Accuracy evaluate(Classifier& model, const torch::Tensor& x, const torch::Tensor
   return {loss / double(x.size(0)), double(correct) / double(x.size(0))};
 }
 
-// The fields of a stored record that a resume reads, with their types; a damaged record is refused
-// naming the file and the field.
+// A stored record is read only once it matches run.schema.json; a damaged one is refused naming the
+// file and the field.
 void check_stored_record(const nlohmann::json& run, const fs::path& run_path) {
-  auto bad = [&](const std::string& field, const std::string& what) {
-    throw std::invalid_argument(run_path.string() + ": " + field + ": " + what + "; --overwrite starts the run over");
-  };
-  if (run.contains("status") && !run["status"].is_string()) bad("status", "expected a string");
-  for (const char* k : {"options", "config", "compute"})
-    if (run.contains(k) && !run[k].is_object()) bad(k, "expected an object");
-  if (run.contains("compute") && run["compute"].contains("mode") && !run["compute"]["mode"].is_string())
-    bad("compute.mode", "expected a string");
-  if (run.contains("checkpoints")) {
-    if (!run["checkpoints"].is_object()) bad("checkpoints", "expected an object");
-    for (const auto& [e, h] : run["checkpoints"].items()) {
-      if (e.empty() || e.size() > 9 || e.find_first_not_of("0123456789") != std::string::npos)
-        bad("checkpoints." + e, "expected an epoch number as the key");
-      if (!h.is_string() || h.get<std::string>().size() != 64 ||
-          h.get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos)
-        bad("checkpoints." + e, "expected a SHA-256 (64 hex digits)");
-    }
-  }
-  if (run.contains("epochs")) {
-    if (!run["epochs"].is_array()) bad("epochs", "expected an array");
-    for (const auto& e : run["epochs"])
-      if (!e.is_object() || !e.contains("epoch") || !e["epoch"].is_number_integer())
-        bad("epochs", "every entry needs an integer \"epoch\"");
-  }
-  if (run.contains("resumed_at_epochs") && !run["resumed_at_epochs"].is_array()) bad("resumed_at_epochs", "expected an array");
+  const auto v = schema::run_record().violations(run, 1);
+  if (!v.empty())
+    throw std::invalid_argument(run_path.string() + ": " + v[0] + " (" + schema::run_record().name() +
+                                "); --overwrite starts the run over");
 }
 
 // The epoch whose checkpoint the record names with this SHA-256 (the record keeps the last two), or −1.
@@ -238,7 +236,8 @@ nlohmann::json read_existing_run(const TrainConfig& c, const fs::path& run_path,
       throw std::invalid_argument(run_path.string() + ": not a readable run record (" + e.what() +
                                   "); --overwrite starts the run over");
     }
-    if (!run.is_object()) throw std::invalid_argument(run_path.string() + ": not a run record (expected a JSON object)");
+    if (!run.is_object())
+      throw std::invalid_argument(run_path.string() + ": not a run record (expected a JSON object)");
     return run;
   };
   if (!c.resume) {
@@ -247,19 +246,23 @@ nlohmann::json read_existing_run(const TrainConfig& c, const fs::path& run_path,
       if (has_run) {
         try {
           const auto status = parse().value("status", "");
-          what = status == "completed" ? "a completed run" : status == "diverged" ? "a diverged run" : "an interrupted run";
+          what = status == "completed"  ? "a completed run"
+                 : status == "diverged" ? "a diverged run"
+                                        : "an interrupted run";
         } catch (const std::exception&) {
           what = "an unreadable run record";
         }
       }
-      throw std::invalid_argument("--out " + c.out + ": holds " + what + " (" + (has_run ? run_path : ckpt_path).string() +
+      throw std::invalid_argument("--out " + c.out + ": holds " + what + " (" +
+                                  (has_run ? run_path : ckpt_path).string() +
                                   "); --resume continues or returns it, --overwrite replaces it");
     }
     return nlohmann::json();
   }
   if (!has_run) {
     if (has_ckpt)
-      throw std::invalid_argument(ckpt_path.string() + ": no run record (run.json) to verify this checkpoint against; "
+      throw std::invalid_argument(ckpt_path.string() +
+                                  ": no run record (run.json) to verify this checkpoint against; "
                                   "--overwrite starts the run over");
     return nlohmann::json::object();
   }
@@ -284,14 +287,34 @@ std::string format_seconds(double s) {
 }  // namespace
 
 nlohmann::json run_options(const TrainConfig& c) {
-  nlohmann::json o = {{"task", c.task}, {"arm", c.arm}, {"seed", c.seed}, {"data", c.data}, {"n", c.n}, {"epochs", c.epochs},
-          {"device", c.device}, {"batch", c.batch}, {"adam_lr", c.adam_lr}, {"weight_decay", c.weight_decay},
-          {"riemann_lr", c.riemann_lr}, {"eps", c.eps}, {"tau", c.tau}, {"sgd_lr", c.sgd_lr},
-          {"elementwise_lr", c.elementwise_lr}, {"soft_lambda", c.soft_lambda}, {"warmup_epochs", c.warmup_epochs},
-          {"power_stabilisation", c.power_stabilisation}, {"test_n", c.test_n}, {"val_n", c.val_n},
-          {"init_scale", c.init_scale}, {"layers", c.layers}, {"pooling", c.pooling}, {"positional", c.positional},
-          {"pca_samples", c.pca_samples}, {"threads", c.threads}, {"compute", c.compute},
-          {"eval_every", c.eval_every}};
+  nlohmann::json o = {{"task", c.task},
+                      {"arm", c.arm},
+                      {"seed", c.seed},
+                      {"data", c.data},
+                      {"n", c.n},
+                      {"epochs", c.epochs},
+                      {"device", c.device},
+                      {"batch", c.batch},
+                      {"adam_lr", c.adam_lr},
+                      {"weight_decay", c.weight_decay},
+                      {"riemann_lr", c.riemann_lr},
+                      {"eps", c.eps},
+                      {"tau", c.tau},
+                      {"sgd_lr", c.sgd_lr},
+                      {"elementwise_lr", c.elementwise_lr},
+                      {"soft_lambda", c.soft_lambda},
+                      {"warmup_epochs", c.warmup_epochs},
+                      {"power_stabilisation", c.power_stabilisation},
+                      {"test_n", c.test_n},
+                      {"val_n", c.val_n},
+                      {"init_scale", c.init_scale},
+                      {"layers", c.layers},
+                      {"pooling", c.pooling},
+                      {"positional", c.positional},
+                      {"pca_samples", c.pca_samples},
+                      {"threads", c.threads},
+                      {"compute", c.compute},
+                      {"eval_every", c.eval_every}};
   // The codebook's settings only where the arm has one: every other run's options stay as they were.
   if (arms::find(c.arm).uses_codebook()) {
     o["codebook_beta"] = c.codebook_beta;
@@ -354,7 +377,8 @@ void validate(const TrainConfig& c) {
   at_most("threads", c.threads, 256);
   at_most("eval-every", c.eval_every, 10000000);
   at_most("pca-samples", c.pca_samples, 100000000);
-  if (c.resume && c.overwrite) bad("overwrite", "--resume continues the run in --out, --overwrite starts it over: choose one");
+  if (c.resume && c.overwrite)
+    bad("overwrite", "--resume continues the run in --out, --overwrite starts it over: choose one");
   if (c.seed > std::uint64_t(std::numeric_limits<std::int64_t>::max())) bad("seed", "expected 0 <= seed < 2^63");
 }
 
@@ -389,7 +413,8 @@ nlohmann::json select_compute(const TrainConfig& c) {
     compute = configure_cpu_compute(int(c.threads));
   } else {  // the configuration before pinning: BLAS threads and malloc from the environment
     torch::set_num_threads(int(c.threads));
-    compute = {{"intra_op_threads", torch::get_num_threads()}, {"blas", "threads from the environment"},
+    compute = {{"intra_op_threads", torch::get_num_threads()},
+               {"blas", "threads from the environment"},
                {"malloc", "glibc defaults"}};
   }
   use_small_bmm_kernel(pinned);
@@ -447,8 +472,10 @@ Optimisers build_optimisers(const TrainConfig& c, const Arm& arm, Classifier& mo
   for (auto& f : frame_params(model)) frame_set.insert(f.unsafeGetTensorImpl());
   for (auto& p : model->parameters()) {
     if (frame_set.count(p.unsafeGetTensorImpl())) {
-      if (arm.frames_on_manifold) frames.push_back(p);
-      else (arm.frame_decay ? decay : no_decay).push_back(p);
+      if (arm.frames_on_manifold)
+        frames.push_back(p);
+      else
+        (arm.frame_decay ? decay : no_decay).push_back(p);
     } else {
       (p.dim() >= 2 ? decay : no_decay).push_back(p);
     }
@@ -479,8 +506,12 @@ struct EpochSums {
 class Run {
  public:
   Run(const TrainConfig& given, std::ostream& progress)
-      : c_(with_task_defaults(given)), options_(run_options(given)), grok_(c_.task == "grok"),
-        arm_(make_arm(c_, c_.adam_lr, c_.eps)), dev_(select_device(c_)), progress_(progress) {}
+      : c_(with_task_defaults(given)),
+        options_(run_options(given)),
+        grok_(c_.task == "grok"),
+        arm_(make_arm(c_, c_.adam_lr, c_.eps)),
+        dev_(select_device(c_)),
+        progress_(progress) {}
 
   // Set-up: the output folder and what it holds. Returns the stored record when it is the result
   // (a completed or diverged run of these settings); otherwise null, and the run goes on.
@@ -496,11 +527,12 @@ class Run {
 
  private:
   // The frame diagnostics of all W_Q, W_K at once, cut as the arm's optimiser cuts them (to_frames):
-// [frames, d, r] in float64.
+  // [frames, d, r] in float64.
   torch::Tensor stacked_frames(bool grad) const;
   nlohmann::json diverged(const std::string& what, std::int64_t epoch);
   void record_failure(std::int64_t epoch, const std::string& error) noexcept;
   void lap(const char* stage);
+  void write_record();
   void print_progress(std::int64_t epoch) const;
 
   const TrainConfig c_;
@@ -571,12 +603,13 @@ void Run::set_up() {
   if (arm_.codebook_beta && (spec_.input_dim != spec_.d || spec_.tokens < spec_.r))
     throw std::invalid_argument("--arm " + c_.arm + ": the codebook is built from the patches (" +
                                 std::to_string(spec_.tokens) + " per image of dimension " +
-                                std::to_string(spec_.input_dim) + " in " + data_.name +
-                                ") and pulls frames of St(" + std::to_string(spec_.d) + ", " + std::to_string(spec_.r) +
+                                std::to_string(spec_.input_dim) + " in " + data_.name + ") and pulls frames of St(" +
+                                std::to_string(spec_.d) + ", " + std::to_string(spec_.r) +
                                 "): it needs patches of dimension d and at least r of them per image (CIFAR-10)");
   if (arm_.codebook_beta && c_.codebook_k > data_.train_x.size(0))
-    throw std::invalid_argument("--codebook-k " + std::to_string(c_.codebook_k) + ": more centroids than training images (" +
-                                std::to_string(data_.train_x.size(0)) + ")");
+    throw std::invalid_argument("--codebook-k " + std::to_string(c_.codebook_k) +
+                                ": more centroids than training images (" + std::to_string(data_.train_x.size(0)) +
+                                ")");
   const fs::path out(c_.out);
   fs::create_directories(out);
   if (!lock_) lock_.emplace(out);
@@ -610,8 +643,9 @@ void Run::resume() {
       const std::string sha = io::sha256_file(ckpt_path_);
       recorded_epoch = recorded_checkpoint_epoch(run_, sha);
       if (recorded_epoch < 0)
-        throw std::invalid_argument(ckpt_path_.string() + ": SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " +
-                                    run_path_.string() + " records (damaged, or from another run); --overwrite starts over");
+        throw std::invalid_argument(ckpt_path_.string() + ": SHA-256 " + sha.substr(0, 16) +
+                                    "… matches no checkpoint that " + run_path_.string() +
+                                    " records (damaged, or from another run); --overwrite starts over");
     }
     std::ifstream in(ckpt_path_, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -630,7 +664,8 @@ void Run::resume() {
     run_["epochs"] = nlohmann::json::array();
   } else {
     auto& epochs = run_["epochs"];
-    while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch_) epochs.erase(epochs.size() - 1);
+    while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch_)
+      epochs.erase(epochs.size() - 1);
     if (run_.contains("checkpoints")) {
       nlohmann::json kept = nlohmann::json::object();
       for (const auto& [e, h] : run_["checkpoints"].items())
@@ -651,19 +686,35 @@ void Run::write_header() {
   const FrameHyper& fh = opt_.frame_hyper;
   run_["status"] = "running";
   run_["options"] = options_;
-  run_["config"] = {{"task", c_.task}, {"arm", c_.arm}, {"seed", c_.seed}, {"n", c_.n}, {"epochs", c_.epochs},
-                    {"batch", batch_}, {"device", c_.device}, {"adam_lr", c_.adam_lr},
-                    {"weight_decay", c_.weight_decay}, {"adam_betas", {0.9, opt_.beta2}},
-                    {"riemann_lr", fh.lr}, {"eps", c_.eps}, {"tau", c_.tau},
+  run_["config"] = {{"task", c_.task},
+                    {"arm", c_.arm},
+                    {"seed", c_.seed},
+                    {"n", c_.n},
+                    {"epochs", c_.epochs},
+                    {"batch", batch_},
+                    {"device", c_.device},
+                    {"adam_lr", c_.adam_lr},
+                    {"weight_decay", c_.weight_decay},
+                    {"adam_betas", {0.9, opt_.beta2}},
+                    {"riemann_lr", fh.lr},
+                    {"eps", c_.eps},
+                    {"tau", c_.tau},
                     {"cap", arm_.frames_on_manifold && fh.cap_tau.has_value()},
                     {"soft_lambda", arm_.soft_penalty ? c_.soft_lambda : 0.0},
                     {"schedule", grok_ ? (c_.power_stabilisation ? "10-step warm-up, then constant" : "constant")
                                        : "linear warm-up over " + std::to_string(c_.warmup_epochs) +
                                              " epochs, then cosine to zero (both rates)"},
-                    {"model", {{"layers", spec_.layers}, {"d", spec_.d}, {"heads", spec_.heads}, {"r", spec_.r},
-                               {"ffn", 4 * spec_.d}, {"pooling", grok_ ? "concat readout" : spec_.pooling},
-                               {"positional", spec_.positional}, {"input_dim", spec_.input_dim},
-                               {"tokens", spec_.tokens}, {"classes", spec_.classes}}},
+                    {"model",
+                     {{"layers", spec_.layers},
+                      {"d", spec_.d},
+                      {"heads", spec_.heads},
+                      {"r", spec_.r},
+                      {"ffn", 4 * spec_.d},
+                      {"pooling", grok_ ? "concat readout" : spec_.pooling},
+                      {"positional", spec_.positional},
+                      {"input_dim", spec_.input_dim},
+                      {"tokens", spec_.tokens},
+                      {"classes", spec_.classes}}},
                     {"init_scale", c_.init_scale},
                     {"test_n", data_.test_y.size(0)},
                     {"threads", c_.threads},
@@ -686,8 +737,8 @@ void Run::write_header() {
   }
   run_["compute"] = compute_;
   run_["dataset"] = data_.record;
-  run_["environment"] = {{"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()},
-                         {"threads", torch::get_num_threads()}};
+  run_["environment"] = {
+      {"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()}, {"threads", torch::get_num_threads()}};
 }
 
 torch::Tensor Run::stacked_frames(bool grad) const {
@@ -695,6 +746,16 @@ torch::Tensor Run::stacked_frames(bool grad) const {
   for (const auto& w : fparams_)
     parts.push_back(to_frames((grad ? w.grad() : w.detach()).to(torch::kFloat64), arm_.layout));
   return torch::cat(parts);
+}
+
+// The record replaces run.json only as run.schema.json describes it: a field the schema does not
+// know is a bug here, caught before any reader sees it.
+void Run::write_record() {
+  const auto v = schema::run_record().violations(run_, 1);
+  if (!v.empty())
+    throw std::logic_error(run_path_.string() + ": the record to write breaks " + schema::run_record().name() + ": " +
+                           v[0]);
+  io::write_file_atomically(run_path_, run_.dump(2) + "\n");
 }
 
 void Run::lap(const char* stage) {
@@ -707,10 +768,12 @@ void Run::lap(const char* stage) {
 // "diverged", recorded with the epoch, the step and the tensor; the last good checkpoint stays.
 nlohmann::json Run::diverged(const std::string& what, std::int64_t epoch) {
   run_["status"] = "diverged";
-  run_["divergence"] = {{"epoch", epoch + 1}, {"step", global_step_ + 1}, {"tensor", what},
+  run_["divergence"] = {{"epoch", epoch + 1},
+                        {"step", global_step_ + 1},
+                        {"tensor", what},
                         {"note", "a non-finite value; the run stopped at this step (recorded epochs are before it)"}};
   run_["stage_seconds"] = stage_seconds_;
-  io::write_file_atomically(run_path_, run_.dump(2) + "\n");
+  write_record();
   if (!c_.quiet)
     progress_ << (tty_ ? "\n" : "") << "diverged at epoch " << epoch + 1 << ", step " << global_step_ + 1
               << ": non-finite " << what << "\n";
@@ -847,7 +910,7 @@ void Run::commit_epoch(std::int64_t epoch, const nlohmann::json& metrics) {
       if (std::stoll(e) < std::stoll(oldest)) oldest = e;
     hashes.erase(oldest);
   }
-  io::write_file_atomically(run_path_, run_.dump(2) + "\n");
+  write_record();
   pending.commit();
   lap("checkpoint");
   if (c_.quiet) return;
@@ -897,9 +960,8 @@ void Run::record_failure(std::int64_t epoch, const std::string& error) noexcept 
     run_["status"] = "failed";
     run_["failure"] = {{"epoch", epoch + 1}, {"step", global_step_ + 1}, {"error", error}};
     run_["stage_seconds"] = stage_seconds_;
-    io::write_file_atomically(run_path_, run_.dump(2) + "\n");
-  } catch (...) {
-  }
+    write_record();
+  } catch (...) {}
 }
 
 }  // namespace

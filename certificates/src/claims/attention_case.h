@@ -17,8 +17,7 @@ struct AttentionCase {
 // dS = P∘(D − rowsum(P∘D)), whose entries cancel; its error is bounded by u·(n + d) times
 // s·‖X W_Q‖·‖P∘(|D| + rowsum(P∘|D|))‖·‖X W_K‖ (absolute values, before any cancellation).
 template <class S>
-S attention_error_scale(const AttentionProblem<S>& p, const Matrix<S>& wq, const Matrix<S>& wk,
-                        std::size_t h) {
+S attention_error_scale(const AttentionProblem<S>& p, const Matrix<S>& wq, const Matrix<S>& wk, std::size_t h) {
   const S scale = S(1) / sqrt(S(wq.cols()));
   const Matrix<S> xq = p.x * wq, xk = p.x * wk;
   const Matrix<S> prob = softmax_rows<S>(scale * xq * xk.transpose());

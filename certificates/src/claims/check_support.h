@@ -67,11 +67,11 @@ S eps_of(const Case& c) {
 
 // A group header lists its checks as X(name, Mutant) and its figures as F(name); these declare
 // the instantiations of both precisions extern, so that only the two instantiation units compile them.
-#define STIEFEL_EXTERN_CHECK(name, Mutant)                                                       \
-  extern template ::stiefel::certificates::CheckResult                                           \
-  check_##name<double>(const ::stiefel::certificates::Case&, Mutant);                            \
-  extern template ::stiefel::certificates::CheckResult                                           \
-  check_##name<::stiefel::mp50>(const ::stiefel::certificates::Case&, Mutant);
-#define STIEFEL_EXTERN_FIGURES(name)                        \
+#define STIEFEL_EXTERN_CHECK(name, Mutant)                                                                        \
+  extern template ::stiefel::certificates::CheckResult check_##name<double>(const ::stiefel::certificates::Case&, \
+                                                                            Mutant);                              \
+  extern template ::stiefel::certificates::CheckResult check_##name<::stiefel::mp50>(                             \
+      const ::stiefel::certificates::Case&, Mutant);
+#define STIEFEL_EXTERN_FIGURES(name)                       \
   extern template nlohmann::json figures_##name<double>(); \
   extern template nlohmann::json figures_##name<::stiefel::mp50>();

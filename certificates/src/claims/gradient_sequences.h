@@ -10,14 +10,22 @@ namespace stiefel::certificates {
 inline double profile_magnitude(int profile, int t, int steps) {
   const double frac = steps > 1 ? double(t) / double(steps - 1) : 0.0;
   switch (profile) {
-    case 0: return 1.0;                                        // constant
-    case 1: return pow10(-6.0 * frac);                         // decaying over six decades
-    case 2: return pow10(6.0 * frac);                          // growing over six decades
-    case 3: return (t % 37 == 36) ? 1e4 : 1.0;                 // sudden spikes
-    case 4: return (t % 2 == 0) ? 1e-3 : 1e3;                  // alternating
-    case 5: return t < steps / 2 ? 1.0 : 1e-8;                 // sudden drop
-    case 6: return t < steps / 2 ? 1e-4 : 1.0;                 // sudden rise
-    default: return 1.0;
+    case 0:
+      return 1.0;  // constant
+    case 1:
+      return pow10(-6.0 * frac);  // decaying over six decades
+    case 2:
+      return pow10(6.0 * frac);  // growing over six decades
+    case 3:
+      return (t % 37 == 36) ? 1e4 : 1.0;  // sudden spikes
+    case 4:
+      return (t % 2 == 0) ? 1e-3 : 1e3;  // alternating
+    case 5:
+      return t < steps / 2 ? 1.0 : 1e-8;  // sudden drop
+    case 6:
+      return t < steps / 2 ? 1e-4 : 1.0;  // sudden rise
+    default:
+      return 1.0;
   }
 }
 
@@ -28,8 +36,7 @@ Frames<S> sequence_gradients(Rng& rng, const Frames<S>& persistent, const Case& 
   const double mag = pow10(c.log10_scale) * profile_magnitude(c.profile, t, c.steps) * extra;
   const S a(std::sqrt(c.corr) * mag), b(std::sqrt(1.0 - c.corr) * mag);
   Frames<S> g;
-  for (int h = 0; h < c.heads; ++h)
-    g.push_back(a * persistent[h] + b * gaussian_matrix<S>(rng, c.d, c.r));
+  for (int h = 0; h < c.heads; ++h) g.push_back(a * persistent[h] + b * gaussian_matrix<S>(rng, c.d, c.r));
   return g;
 }
 
@@ -44,8 +51,7 @@ RiemannianAdamHyper<S> sequence_hyper(const Case& c) {
 // Runs a Riemannian Adam over the case's gradient sequence (gradients × extra), calling
 // observe(t, frames, direction) after each direction and before the retraction.
 template <class S, class Observe>
-Frames<S> run_adam(const Case& c, const RiemannianAdamHyper<S>& hyper, double extra,
-                   Observe&& observe) {
+Frames<S> run_adam(const Case& c, const RiemannianAdamHyper<S>& hyper, double extra, Observe&& observe) {
   Rng rng(c.seed);
   Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
   Frames<S> persistent;

@@ -19,9 +19,9 @@ Claim table6_frozen_arm_stays() {
   c.residual = "||polar(W) - W||_F / sqrt(r) and ||frozen_step(W) - W||_F / sqrt(r); factor d";
   c.analysis = "W = W I is its own polar decomposition.";
   c.generator_fn = [] { return gen::frame({}); };
-  set_check(c, &check_frozen_fixes_frame<double>, &check_frozen_fixes_frame<mp50>,
-            {{FrozenMutant::kOffManifoldFrame, "off-manifold-frame",
-              "W (I + 1e-6 S), S symmetric, 1e-6 off the manifold"}});
+  set_check(
+      c, &check_frozen_fixes_frame<double>, &check_frozen_fixes_frame<mp50>,
+      {{FrozenMutant::kOffManifoldFrame, "off-manifold-frame", "W (I + 1e-6 S), S symmetric, 1e-6 off the manifold"}});
   return c;
 }
 
@@ -33,18 +33,22 @@ Claim update_step_tangent_every_rule() {
                        "Grassmann rules), the stored first moment is tangent at W_(t+1) after "
                        "re-projection, W_(t+1) is on St(d,r), and each head's step norm is "
                        "min(||Pi(eta m_hat / (sqrt(v_hat) + eps))||, tau sqrt(r)) (no cap for B2m, B2m-can).");
-  c.generator = "d in [2,6], r in [1,d], H in [2,3] (the cap is per head), T in [1,10] steps of "
-                "gradients sqrt(corr) D + sqrt(1-corr) N_t with the sequence claims' seven magnitude "
-                "profiles and base scale 10^[-6,6]; peak rate 10^[-0.5,0.5] under a constant or a "
-                "warm-up-then-cosine schedule (the training core's: rates from peak/W up to the peak "
-                "and down to exactly 0), eps = 0 or 10^-[4,10] times the scale (below the gradients: where eps "
-                "dominates, the step is eps-limited and no bug of the step is visible)";
-  c.residual = "the worst over rules, steps and heads of four ratios: ||sym(W^T eta)|| (||W^T eta|| for "
-               "the Grassmann rules) over the step's unprojected scale ||eta q|| min(1, tau sqrt(r) / "
-               "||Pi(eta q)||); the moment's normal part at W_(t+1) over ||m||; max|W^T W - I|; and "
-               "| ||eta_h|| - min(||Pi(eta q)||, tau sqrt(r)) | over the step's scale; factor d*r";
-  c.analysis = "Every step re-projects, the polar factor is on St(d,r) to rounding, and the cap "
-               "rescales each head separately; exact up to rounding." + std::string(kUpdateControlsNote);
+  c.generator =
+      "d in [2,6], r in [1,d], H in [2,3] (the cap is per head), T in [1,10] steps of "
+      "gradients sqrt(corr) D + sqrt(1-corr) N_t with the sequence claims' seven magnitude "
+      "profiles and base scale 10^[-6,6]; peak rate 10^[-0.5,0.5] under a constant or a "
+      "warm-up-then-cosine schedule (the training core's: rates from peak/W up to the peak "
+      "and down to exactly 0), eps = 0 or 10^-[4,10] times the scale (below the gradients: where eps "
+      "dominates, the step is eps-limited and no bug of the step is visible)";
+  c.residual =
+      "the worst over rules, steps and heads of four ratios: ||sym(W^T eta)|| (||W^T eta|| for "
+      "the Grassmann rules) over the step's unprojected scale ||eta q|| min(1, tau sqrt(r) / "
+      "||Pi(eta q)||); the moment's normal part at W_(t+1) over ||m||; max|W^T W - I|; and "
+      "| ||eta_h|| - min(||Pi(eta q)||, tau sqrt(r)) | over the step's scale; factor d*r";
+  c.analysis =
+      "Every step re-projects, the polar factor is on St(d,r) to rounding, and the cap "
+      "rescales each head separately; exact up to rounding." +
+      std::string(kUpdateControlsNote);
   c.generator_fn = [] {
     return rc::gen::exec([] {
       Case k;
@@ -82,14 +86,16 @@ Claim update_long_run_isometry() {
   Claim c = make_claim("update-long-run-isometry", "§3.2, §4.1 (isometry error over training)", "identity",
                        "Over long runs every frame rule keeps its frames on St(d,r): the isometry error "
                        "max|W_t^T W_t - I| stays at rounding level for 10^4 steps, without growth.");
-  c.generator = "one deterministic run per rule: float64, d = 32, r = 8, 10^4 steps; 50 digits, "
-                "d = 8, r = 3, 200 steps (a 50-digit run of 10^4 steps costs minutes); one head, "
-                "correlated Gaussian gradients, warm-up and cosine schedule, peak rate 0.05. The "
-                "figures give the running maximum at t = 1, 10, ..., 10^4 and its growth exponent "
-                "for every rule in float32 and for B2 in float64; the control runs B2 only";
+  c.generator =
+      "one deterministic run per rule: float64, d = 32, r = 8, 10^4 steps; 50 digits, "
+      "d = 8, r = 3, 200 steps (a 50-digit run of 10^4 steps costs minutes); one head, "
+      "correlated Gaussian gradients, warm-up and cosine schedule, peak rate 0.05. The "
+      "figures give the running maximum at t = 1, 10, ..., 10^4 and its growth exponent "
+      "for every rule in float32 and for B2 in float64; the control runs B2 only";
   c.residual = "the running maximum of max|W_t^T W_t - I| at the last step, worst rule; factor d*r";
-  c.analysis = "The polar factor is recomputed every step, so the error does not accumulate: it is "
-               "that of one polar factor, O(u), at every t.";
+  c.analysis =
+      "The polar factor is recomputed every step, so the error does not accumulate: it is "
+      "that of one polar factor, O(u), at every t.";
   c.randomised = false;
   c.generator_fn = [] { return rc::gen::just(Case{}); };
   c.cost = 8;
@@ -104,13 +110,15 @@ Claim block_heads_mutually_orthogonal() {
   Claim c = make_claim("s32-block-heads-orthogonal", "§3.2 (block-orthogonal heads; arm b2-block)", "identity",
                        "B2 on the H heads of W_Q as one frame in St(d, H r) keeps the heads mutually "
                        "orthogonal (W_h^T W_k = 0 for h != k) and each head on St(d, r), step after step.");
-  c.generator = "H in [2,4], r in [1,3], d in [max(3, H r), H r + 5], T in [1,8] steps of Gaussian gradients of scale "
-                "10^[-6,6]; rate 10^[-1.5,0.5]; eps = 0 or 10^-[4,10] times the scale";
+  c.generator =
+      "H in [2,4], r in [1,3], d in [max(3, H r), H r + 5], T in [1,8] steps of Gaussian gradients of scale "
+      "10^[-6,6]; rate 10^[-1.5,0.5]; eps = 0 or 10^-[4,10] times the scale";
   c.residual = "max over head pairs (h, k) of ||W_h^T W_k - delta_hk I||_F / sqrt(r); factor d*H*r";
-  c.analysis = "The polar factor of the d x Hr block is on St(d, H r), whose Gram matrix is I: its "
-               "off-diagonal r x r blocks are the heads' cross products. The control retracts each "
-               "head's columns separately (the per-head layout), which keeps every head on St(d, r) "
-               "but not their mutual orthogonality.";
+  c.analysis =
+      "The polar factor of the d x Hr block is on St(d, H r), whose Gram matrix is I: its "
+      "off-diagonal r x r blocks are the heads' cross products. The control retracts each "
+      "head's columns separately (the per-head layout), which keeps every head on St(d, r) "
+      "but not their mutual orthogonality.";
   c.generator_fn = [] {
     return rc::gen::exec([] {
       Case k;
@@ -138,9 +146,7 @@ Claim block_heads_mutually_orthogonal() {
 }  // namespace
 
 std::vector<Claim> implemented_update_claims() {
-  return {table6_frozen_arm_stays(),
-          update_step_tangent_every_rule(),
-          update_long_run_isometry(),
+  return {table6_frozen_arm_stays(), update_step_tangent_every_rule(), update_long_run_isometry(),
           block_heads_mutually_orthogonal()};
 }
 

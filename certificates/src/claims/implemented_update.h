@@ -35,21 +35,30 @@ CheckResult check_frozen_fixes_frame(const Case& c, FrozenMutant mutant) {
 // The frame rules of the arm registry's Stiefel arms (stiefel/arms.h), with the hyper-parameters
 // they take from core/'s presets; tests/certify/certified_rules_test.cpp holds the two lists equal.
 enum class FrameRule { kB2, kB2Mean, kB2Column, kB2Grassmann, kB2m, kB2mCan, kSgdGrassmann, kSgdStiefel, kFrozen };
-inline constexpr FrameRule kFrameRules[] = {FrameRule::kB2,       FrameRule::kB2Mean,       FrameRule::kB2Column,
-                                            FrameRule::kB2Grassmann, FrameRule::kB2m,      FrameRule::kB2mCan,
+inline constexpr FrameRule kFrameRules[] = {FrameRule::kB2,           FrameRule::kB2Mean,     FrameRule::kB2Column,
+                                            FrameRule::kB2Grassmann,  FrameRule::kB2m,        FrameRule::kB2mCan,
                                             FrameRule::kSgdGrassmann, FrameRule::kSgdStiefel, FrameRule::kFrozen};
 
 inline const char* frame_rule_arm(FrameRule r) {
   switch (r) {
-    case FrameRule::kB2: return "b2";
-    case FrameRule::kB2Mean: return "b2-mean-moment";
-    case FrameRule::kB2Column: return "b2-column";
-    case FrameRule::kB2Grassmann: return "b2-grassmann";
-    case FrameRule::kB2m: return "b2m";
-    case FrameRule::kB2mCan: return "b2m-can";
-    case FrameRule::kSgdGrassmann: return "b2-sgd (PA16)";
-    case FrameRule::kSgdStiefel: return "b2-sgd-stiefel";
-    case FrameRule::kFrozen: return "frozen";
+    case FrameRule::kB2:
+      return "b2";
+    case FrameRule::kB2Mean:
+      return "b2-mean-moment";
+    case FrameRule::kB2Column:
+      return "b2-column";
+    case FrameRule::kB2Grassmann:
+      return "b2-grassmann";
+    case FrameRule::kB2m:
+      return "b2m";
+    case FrameRule::kB2mCan:
+      return "b2m-can";
+    case FrameRule::kSgdGrassmann:
+      return "b2-sgd (PA16)";
+    case FrameRule::kSgdStiefel:
+      return "b2-sgd-stiefel";
+    case FrameRule::kFrozen:
+      return "frozen";
   }
   return "?";
 }
@@ -61,16 +70,21 @@ inline bool is_adam_rule(FrameRule r) {
 template <class S>
 RiemannianAdamHyper<S> adam_rule_hyper(FrameRule r, const S& lr, const S& eps) {
   switch (r) {
-    case FrameRule::kB2Mean: return b2_mean_hyper<S>(lr, eps);
-    case FrameRule::kB2Column: return per_column_hyper<S>(lr, eps);
+    case FrameRule::kB2Mean:
+      return b2_mean_hyper<S>(lr, eps);
+    case FrameRule::kB2Column:
+      return per_column_hyper<S>(lr, eps);
     case FrameRule::kB2Grassmann: {
       auto h = b2_hyper<S>(lr, eps);
       h.map = TangentMap::kGrassmann;
       return h;
     }
-    case FrameRule::kB2m: return b2m_hyper<S>(lr, eps);
-    case FrameRule::kB2mCan: return b2m_can_hyper<S>(lr, eps);
-    default: return b2_hyper<S>(lr, eps);
+    case FrameRule::kB2m:
+      return b2m_hyper<S>(lr, eps);
+    case FrameRule::kB2mCan:
+      return b2m_can_hyper<S>(lr, eps);
+    default:
+      return b2_hyper<S>(lr, eps);
   }
 }
 
@@ -101,7 +115,6 @@ S normal_part(const Matrix<S>& w, const Matrix<S>& x, bool horizontal) {
   const Matrix<S> wx = w.transpose() * x;
   return horizontal ? S(wx.norm()) : S(sym(wx).norm());
 }
-
 
 // The second-order expansion (W + η)(I − ηᵀη/2) of polar(W + η): the retraction mutant.
 template <class S>
@@ -163,15 +176,17 @@ Frames<S> adam_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, con
     const bool expand = mutant == UpdateMutant::kSecondOrderPolar;
     res = {{}, dir.state, dir.report};
     for (int h = 0; h < c.heads; ++h) {
-      res.frames.push_back(expand ? second_order_polar<S>(w[h], dir.eta[h]) : retract(hyper.retraction, w[h], dir.eta[h]));
+      res.frames.push_back(expand ? second_order_polar<S>(w[h], dir.eta[h])
+                                  : retract(hyper.retraction, w[h], dir.eta[h]));
       if (expand) res.state.m[h] = reproject(hyper.map, res.frames[h], res.state.m[h]);
     }
   } else {
     res = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
   }
   for (int h = 0; h < c.heads; ++h)
-    out.keep(out.moment, residual_ratio<S>(normal_part(res.frames[h], res.state.m[h], horizontal),
-                                           m_before[h].norm(), factor), rule);
+    out.keep(out.moment,
+             residual_ratio<S>(normal_part(res.frames[h], res.state.m[h], horizontal), m_before[h].norm(), factor),
+             rule);
   state = std::move(res.state);
   return std::move(res.frames);
 }
@@ -187,8 +202,8 @@ Frames<S> sgd_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, cons
   for (int h = 0; h < c.heads; ++h) {
     Matrix<S> eta = riemannian_sgd_displacement<S>(w[h], g[h], hyper);
     if (mutant == UpdateMutant::kNormalComponentLeft) eta += S(1e-6) * eta.norm() * w[h] / sqrt(S(c.r));
-    out.keep(out.step, residual_ratio<S>(normal_part(w[h], eta, horizontal), S(hyper.lr * g[h].norm()), double(c.d * c.r)),
-             rule);
+    out.keep(out.step,
+             residual_ratio<S>(normal_part(w[h], eta, horizontal), S(hyper.lr * g[h].norm()), double(c.d * c.r)), rule);
     next.push_back(mutant == UpdateMutant::kSecondOrderPolar ? second_order_polar<S>(w[h], eta)
                                                              : retract(hyper.retraction, w[h], eta));
   }
@@ -210,7 +225,8 @@ void run_update_rule(FrameRule rule, const Case& c, UpdateMutant mutant, UpdateR
     const S lr = base_lr * S(schedule_factor(int(c.x), t, c.steps));
     Frames<S> next = is_adam_rule(rule) ? adam_rule_step<S>(rule, c, mutant, w, g, lr, eps, adam_state, out)
                                         : sgd_rule_step<S>(rule, c, mutant, w, g, lr, out);
-    for (const auto& f : next) out.keep(out.isometry, residual_ratio<S>(isometry_error(f), S(1), double(c.d * c.r)), rule);
+    for (const auto& f : next)
+      out.keep(out.isometry, residual_ratio<S>(isometry_error(f), S(1), double(c.d * c.r)), rule);
     w = std::move(next);
   }
 }
@@ -226,8 +242,11 @@ CheckResult check_update_invariants(const Case& c, UpdateMutant mutant) {
   out.ratio = std::max({r.step, r.moment, r.isometry, r.cap});
   out.residual = out.ratio;
   out.normaliser = 1;
-  out.detail = {{"step_tangency", r.step}, {"moment_tangency", r.moment}, {"isometry", r.isometry},
-                {"cap", r.cap}, {"worst_rule", r.worst_rule}};
+  out.detail = {{"step_tangency", r.step},
+                {"moment_tangency", r.moment},
+                {"isometry", r.isometry},
+                {"cap", r.cap},
+                {"worst_rule", r.worst_rule}};
   return out;
 }
 
@@ -326,14 +345,17 @@ nlohmann::json figures_long_run() {
       }
       step *= 10;
     }
-    rows.push_back({{"type", type}, {"arm", frame_rule_arm(rule)}, {"isometry_running_max", at},
+    rows.push_back({{"type", type},
+                    {"arm", frame_rule_arm(rule)},
+                    {"isometry_running_max", at},
                     {"growth_exponent", properties::log_log_slope(t, e)},
                     {"unit_roundoff", to_double(unit_roundoff<T>())}});
   };
   add(double{}, "float64", FrameRule::kB2);
   for (const FrameRule rule : kFrameRules) add(float{}, "float32", rule);
-  return {{"setting", "d = 32, r = 8, one head, correlated Gaussian gradients (corr 0.5) of unit scale, "
-                      "warm-up over the first eighth and cosine to zero, peak rate 0.05, eps 1e-8, 10^4 steps"},
+  return {{"setting",
+           "d = 32, r = 8, one head, correlated Gaussian gradients (corr 0.5) of unit scale, "
+           "warm-up over the first eighth and cosine to zero, peak rate 0.05, eps 1e-8, 10^4 steps"},
           {"rows", rows}};
 }
 
@@ -384,8 +406,8 @@ CheckResult check_block_heads_orthogonal(const Case& c, BlockMutant mutant) {
 }
 
 #define STIEFEL_IMPLEMENTED_UPDATE_CHECKS(X) \
-  X(frozen_fixes_frame, FrozenMutant) X(update_invariants, UpdateMutant) X(update_long_run, LongRunMutant) \
-  X(block_heads_orthogonal, BlockMutant)
+  X(frozen_fixes_frame, FrozenMutant)        \
+  X(update_invariants, UpdateMutant) X(update_long_run, LongRunMutant) X(block_heads_orthogonal, BlockMutant)
 #define STIEFEL_IMPLEMENTED_UPDATE_FIGURES(F) F(long_run)
 STIEFEL_IMPLEMENTED_UPDATE_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_IMPLEMENTED_UPDATE_FIGURES(STIEFEL_EXTERN_FIGURES)

@@ -11,18 +11,19 @@ Claim s2_retraction_second_order() {
                        "The polar retraction agrees with the Riemannian exponential to second order: "
                        "||polar(W + t xi) - Exp_W(t xi)|| = O(t^3).");
   c.generator = "d in [2,12] ((d,r) != (1,1)), r in [1,d], unit tangent xi, t = 1e-2 / 2^k, k = 0..8";
-  c.residual = "least-squares log-log slope of the remainder against t, over every t whose "
-               "remainder exceeds the rounding floor 1e4 u d";
-  c.factor = "ratio = max(0, 3 - slope) (a larger slope is still third order); pass at <= 0.3; "
-             "a control is killed at >= 0.6";
+  c.residual =
+      "least-squares log-log slope of the remainder against t, over every t whose "
+      "remainder exceeds the rounding floor 1e4 u d";
+  c.factor =
+      "ratio = max(0, 3 - slope) (a larger slope is still third order); pass at <= 0.3; "
+      "a control is killed at >= 0.6";
   c.tolerance = 0.3;
   c.control_margin = 2;
   c.analysis = "Projective retractions are second order (Absil & Malick 2012).";
   c.generator_fn = [] { return gen::frame({.max_d = 12, .not_one_by_one = true}); };
   c.cost = 3;
   set_check(c, &check_retraction_order<double>, &check_retraction_order<mp50>,
-            {{RetractionOrderMutant::kNoRetraction, "no-retraction",
-              "W + t xi without the retraction (first order)"}});
+            {{RetractionOrderMutant::kNoRetraction, "no-retraction", "W + t xi without the retraction (first order)"}});
   return c;
 }
 
@@ -30,14 +31,17 @@ Claim attention_gradient_taylor() {
   Claim c = make_claim("attention-gradient-taylor", "§5.1, Table 8 (the gradient behind claims 1-2)", "order",
                        "The analytic attention gradient is the derivative of the loss: the Taylor "
                        "remainder |L(W + h D) - L(W) - h <grad, D>| is O(h^2).");
-  c.generator = "attention problems: n in [2,7], d in [1,12], r in [1,d], H in [1,3]; "
-                "unit direction D, h = 2^-k, k = 0..16";
-  c.residual = "least-squares log-log slope against h of the two-sided remainder (|r(h)| + |r(-h)|)/2, "
-               "r(h) = L(W + hD) - L(W) - h <grad, D> (a second- and a third-order term cannot "
-               "cancel in it), over the four smallest h whose remainder exceeds the rounding floor "
-               "1e4 u n sum_h ||C_h|| ||X U_h||";
-  c.factor = "ratio = max(0, 2 - slope) (a larger slope is still second order); pass at <= 0.3; "
-             "a control is killed at >= 0.6";
+  c.generator =
+      "attention problems: n in [2,7], d in [1,12], r in [1,d], H in [1,3]; "
+      "unit direction D, h = 2^-k, k = 0..16";
+  c.residual =
+      "least-squares log-log slope against h of the two-sided remainder (|r(h)| + |r(-h)|)/2, "
+      "r(h) = L(W + hD) - L(W) - h <grad, D> (a second- and a third-order term cannot "
+      "cancel in it), over the four smallest h whose remainder exceeds the rounding floor "
+      "1e4 u n sum_h ||C_h|| ||X U_h||";
+  c.factor =
+      "ratio = max(0, 2 - slope) (a larger slope is still second order); pass at <= 0.3; "
+      "a control is killed at >= 0.6";
   c.tolerance = 0.3;
   c.control_margin = 2;
   c.analysis = "Hand-derived backward pass of softmax attention.";
@@ -51,9 +55,6 @@ Claim attention_gradient_taylor() {
 
 }  // namespace
 
-std::vector<Claim> orders_claims() {
-  return {s2_retraction_second_order(),
-          attention_gradient_taylor()};
-}
+std::vector<Claim> orders_claims() { return {s2_retraction_second_order(), attention_gradient_taylor()}; }
 
 }  // namespace stiefel::certificates

@@ -19,8 +19,8 @@ enum class AttentionTaylorMutant { kNone, kGradientError };
 // ratio = max(0, p − slope); with fewer than three points above the floor the remainder is
 // zero to working precision and the ratio is 0.
 template <class S>
-CheckResult slope_result(const std::vector<double>& h, const std::vector<double>& e, double floor,
-                         double expect, std::size_t keep_smallest = 0) {
+CheckResult slope_result(const std::vector<double>& h, const std::vector<double>& e, double floor, double expect,
+                         std::size_t keep_smallest = 0) {
   std::vector<double> hs, es;
   for (std::size_t i = 0; i < h.size(); ++i)
     if (e[i] > floor) {

@@ -12,20 +12,23 @@ Claim prop1_joint_gauge() {
                        "For a multi-head attention loss that depends on (W_Q,h, W_K,h) only through "
                        "W_Q,h W_K,h^T, the joint O(r) gauge component skew(W_Q^T G_Q + W_K^T G_K) of "
                        "the gradient is zero.");
-  c.generator = "attention problems: n in [2,7] tokens, d in [2,12], r in [2,d], H in [1,3], token "
-                "scale 10^[-1,0.5] (a saturated softmax cancels the per-frame control's statistic below "
-                "rounding; prop1-gl-gauge and the gradient claims run up to 10^1); r >= 2 "
-                "because O(1) is discrete and the statement is empty "
-                "at r = 1";
-  c.residual = "sqrt(sum_h ||skew(W_Q,h^T G_Q,h + W_K,h^T G_K,h)||_F^2), normalised by the "
-               "gradient's rounding-error scale sum_h s ||X W_Q,h|| ||P o (|D| + rowsum(P o |D|))|| "
-               "||X W_K,h|| (the softmax backward pass cancels, so ||G|| can be far smaller); "
-               "factor n*d";
-  c.analysis = "Differentiate L(W_Q exp(t Omega), W_K exp(t Omega)) = L at t = 0; exact. Read on the "
-               "code's gradient, whose backward formula makes W_Q^T G_Q + W_K^T G_K symmetric by its "
-               "shape: this certifies the gradient code's algebra; the loss's invariance and the "
-               "gradient itself are certified independently by prop1-loss-invariance and "
-               "attention-gradient-exact.";
+  c.generator =
+      "attention problems: n in [2,7] tokens, d in [2,12], r in [2,d], H in [1,3], token "
+      "scale 10^[-1,0.5] (a saturated softmax cancels the per-frame control's statistic below "
+      "rounding; prop1-gl-gauge and the gradient claims run up to 10^1); r >= 2 "
+      "because O(1) is discrete and the statement is empty "
+      "at r = 1";
+  c.residual =
+      "sqrt(sum_h ||skew(W_Q,h^T G_Q,h + W_K,h^T G_K,h)||_F^2), normalised by the "
+      "gradient's rounding-error scale sum_h s ||X W_Q,h|| ||P o (|D| + rowsum(P o |D|))|| "
+      "||X W_K,h|| (the softmax backward pass cancels, so ||G|| can be far smaller); "
+      "factor n*d";
+  c.analysis =
+      "Differentiate L(W_Q exp(t Omega), W_K exp(t Omega)) = L at t = 0; exact. Read on the "
+      "code's gradient, whose backward formula makes W_Q^T G_Q + W_K^T G_K symmetric by its "
+      "shape: this certifies the gradient code's algebra; the loss's invariance and the "
+      "gradient itself are certified independently by prop1-loss-invariance and "
+      "attention-gradient-exact.";
   c.generator_fn = [] { return gen::attention(2, 0.5); };
   set_check(c, &check_joint_gauge<double>, &check_joint_gauge<mp50>,
             {{JointGaugeMutant::kRandomTensorPair, "random-tensor-pair",
@@ -41,11 +44,13 @@ Claim prop1_gl_gauge() {
                        "The loss is invariant under the larger group (W_Q A, W_K A^-T), A in GL(r), "
                        "so W_Q^T G_Q = G_K^T W_K for every head; Prop. 1 is its skew part.");
   c.generator = "attention problems as for prop1-joint-gauge, r in [1,d]";
-  c.residual = "sqrt(sum_h ||W_Q,h^T G_Q,h - G_K,h^T W_K,h||_F^2), normalised as for "
-               "prop1-joint-gauge; factor n*d";
-  c.analysis = "Differentiate L(W_Q(I + tA), W_K(I - tA^T)) at t = 0 for every A; exact. As for "
-               "prop1-joint-gauge, it holds by the backward formula's shape; prop1-loss-invariance "
-               "and attention-gradient-exact are the independent checks.";
+  c.residual =
+      "sqrt(sum_h ||W_Q,h^T G_Q,h - G_K,h^T W_K,h||_F^2), normalised as for "
+      "prop1-joint-gauge; factor n*d";
+  c.analysis =
+      "Differentiate L(W_Q(I + tA), W_K(I - tA^T)) at t = 0 for every A; exact. As for "
+      "prop1-joint-gauge, it holds by the backward formula's shape; prop1-loss-invariance "
+      "and attention-gradient-exact are the independent checks.";
   c.generator_fn = [] { return gen::attention(1); };
   set_check(c, &check_gl_gauge<double>, &check_gl_gauge<mp50>,
             {{GlGaugeMutant::kRandomTensorPair, "random-tensor-pair",
@@ -59,15 +64,17 @@ Claim prop1_loss_invariance() {
                        "L(W_Q R, W_K R) = L(W_Q, W_K) for R in O(r), and L(W_Q A, W_K A^-T) = L for A in "
                        "GL(r). Checked on the loss alone (the forward pass), independently of the "
                        "gradient code that prop1-joint-gauge and prop1-gl-gauge read.");
-  c.generator = "attention problems as for prop1-joint-gauge but with token scale 10^[-1,0.5], an "
-                "unsaturated softmax (a saturated one is flat along the controls' 1e-6 perturbations, "
-                "so no near miss is visible there) (r >= 2: at r = 1, A^-1 = A^-T and "
-                "O(1) = {1, -1}, so no near-miss control can differ from the claim); per head a Haar "
-                "R in O(r) and A = R1 diag(10^[-1,1]) R2 (condition number up to 100)";
-  c.residual = "|L(transformed) - L| for the O(r) and the GL(r) transformation, normalised by "
-               "sum_h ||C_h|| ||X U_h|| (1 + kappa sum_h s ||X W_Q,h|| ||X W_K,h||), kappa = 1 for R "
-               "and kappa(A) for A: the transformed products carry rounding errors of relative size "
-               "u r kappa in the logits; factor n*d*r";
+  c.generator =
+      "attention problems as for prop1-joint-gauge but with token scale 10^[-1,0.5], an "
+      "unsaturated softmax (a saturated one is flat along the controls' 1e-6 perturbations, "
+      "so no near miss is visible there) (r >= 2: at r = 1, A^-1 = A^-T and "
+      "O(1) = {1, -1}, so no near-miss control can differ from the claim); per head a Haar "
+      "R in O(r) and A = R1 diag(10^[-1,1]) R2 (condition number up to 100)";
+  c.residual =
+      "|L(transformed) - L| for the O(r) and the GL(r) transformation, normalised by "
+      "sum_h ||C_h|| ||X U_h|| (1 + kappa sum_h s ||X W_Q,h|| ||X W_K,h||), kappa = 1 for R "
+      "and kappa(A) for A: the transformed products carry rounding errors of relative size "
+      "u r kappa in the logits; factor n*d*r";
   c.analysis = "(W_Q A)(W_K A^-T)^T = W_Q W_K^T; the score, the softmax and the loss are unchanged; exact.";
   c.generator_fn = [] { return gen::attention(2, 0.5); };
   set_check(c, &check_loss_invariance<double>, &check_loss_invariance<mp50>,
@@ -84,15 +91,19 @@ Claim attention_gradient_exact() {
                        "The analytic attention gradient (the backward pass that prop1-joint-gauge, "
                        "prop1-gl-gauge and Table 8 read) is the derivative of the loss: <grad, D> equals "
                        "the directional derivative of L along D, to the rounding of the working precision.");
-  c.generator = "attention problems as for prop1-gl-gauge (r in [1,d]); two Gaussian directions D "
-                "in (W_Q, W_K) per case";
-  c.residual = "|<grad, D> - D_ref| with D_ref Richardson-extrapolated central differences of L in "
-               "50 digits (h = 1e-8, h/2: truncation O(h^4) ~ 1e-32 relative), normalised by "
-               "||D|| sum_h (the gradient's rounding-error scale, as for prop1-joint-gauge)";
-  c.factor = "ratio = residual / (normaliser * max(u, 1e-30) * n * d): a roundoff ratio in double; "
-             "in 50 digits the floor is the reference's accuracy 1e-30; pass at ratio <= 30";
-  c.analysis = "Hand-derived backward pass of softmax attention, checked against the loss to "
-               "roundoff (the slope of attention-gradient-taylor passes relative errors up to ~1.5e-5).";
+  c.generator =
+      "attention problems as for prop1-gl-gauge (r in [1,d]); two Gaussian directions D "
+      "in (W_Q, W_K) per case";
+  c.residual =
+      "|<grad, D> - D_ref| with D_ref Richardson-extrapolated central differences of L in "
+      "50 digits (h = 1e-8, h/2: truncation O(h^4) ~ 1e-32 relative), normalised by "
+      "||D|| sum_h (the gradient's rounding-error scale, as for prop1-joint-gauge)";
+  c.factor =
+      "ratio = residual / (normaliser * max(u, 1e-30) * n * d): a roundoff ratio in double; "
+      "in 50 digits the floor is the reference's accuracy 1e-30; pass at ratio <= 30";
+  c.analysis =
+      "Hand-derived backward pass of softmax attention, checked against the loss to "
+      "roundoff (the slope of attention-gradient-taylor passes relative errors up to ~1.5e-5).";
   c.generator_fn = [] { return gen::attention(1); };
   c.cost = 2;
   set_check(c, &check_gradient_exact<double>, &check_gradient_exact<mp50>,
@@ -106,19 +117,23 @@ Claim table8_per_frame_gauge_nonzero() {
   Claim c = make_claim("table8-per-frame-gauge-nonzero", "Table 8, §5.1", "inequality",
                        "The per-frame component W skew(W^T G) of the attention gradient is not zero: "
                        "removing it (a Grassmann projector) deletes descent signal.");
-  c.generator = "attention problems as for prop1-joint-gauge (r >= 2: at r = 1 the per-frame "
-                "gauge space is {0}), token scale 10^[-1,0.5]: an unsaturated softmax. (At token "
-                "scale 10^0.9 the generator found a saturated softmax whose gradient is zero to "
-                "rounding, so that its gauge content, 1e-63, is below the rounding floor: the "
-                "statement is about gradients that carry signal.)";
-  c.residual = "rho = min over heads and frames of ||W skew(W^T G)||_F divided by the gradient's "
-               "rounding-error scale (as for prop1-joint-gauge); the Table 8 fraction "
-               "||W skew(W^T G)|| / ||Pi_W G|| is recorded beside it";
-  c.factor = "ratio = u * n * d / rho; pass at ratio <= 1e-3 (rho at least 1000 times the "
-             "roundoff floor)";
+  c.generator =
+      "attention problems as for prop1-joint-gauge (r >= 2: at r = 1 the per-frame "
+      "gauge space is {0}), token scale 10^[-1,0.5]: an unsaturated softmax. (At token "
+      "scale 10^0.9 the generator found a saturated softmax whose gradient is zero to "
+      "rounding, so that its gauge content, 1e-63, is below the rounding floor: the "
+      "statement is about gradients that carry signal.)";
+  c.residual =
+      "rho = min over heads and frames of ||W skew(W^T G)||_F divided by the gradient's "
+      "rounding-error scale (as for prop1-joint-gauge); the Table 8 fraction "
+      "||W skew(W^T G)|| / ||Pi_W G|| is recorded beside it";
+  c.factor =
+      "ratio = u * n * d / rho; pass at ratio <= 1e-3 (rho at least 1000 times the "
+      "roundoff floor)";
   c.tolerance = 1e-3;
-  c.analysis = "W_Q^T G_Q is not symmetric for a generic attention loss; only the joint "
-               "combination is constrained by Prop. 1.";
+  c.analysis =
+      "W_Q^T G_Q is not symmetric for a generic attention loss; only the joint "
+      "combination is constrained by Prop. 1.";
   c.generator_fn = [] { return gen::attention(2, 0.5); };
   set_check(c, &check_per_frame_gauge_nonzero<double>, &check_per_frame_gauge_nonzero<mp50>,
             {{PerFrameGaugeMutant::kTiedLoss, "tied-loss",
@@ -132,15 +147,18 @@ Claim table8_random_tangent_fraction() {
                        "For an isotropic random tangent vector the per-frame gauge component carries "
                        "a squared-norm fraction (r(r-1)/2) / (dr - r(r+1)/2) on average (its square "
                        "root is ~0.25 at d = 128, r = 16).");
-  c.generator = "d in [3,10], r in [2,d-1] (r = d makes the fraction 1 identically), N draws of "
-                "xi = W Omega + W_perp K with N chosen so that the control's z is at least 20";
-  c.residual = "z = (mean fraction - a/(a+b)) / (sd/sqrt(N)), a = r(r-1)/2, b = r(d-r); the "
-               "fraction is exactly Beta(a/2, b/2)";
+  c.generator =
+      "d in [3,10], r in [2,d-1] (r = d makes the fraction 1 identically), N draws of "
+      "xi = W Omega + W_perp K with N chosen so that the control's z is at least 20";
+  c.residual =
+      "z = (mean fraction - a/(a+b)) / (sd/sqrt(N)), a = r(r-1)/2, b = r(d-r); the "
+      "fraction is exactly Beta(a/2, b/2)";
   c.factor = "ratio = |z|; pass at |z| <= 5; a control is killed at |z| >= 10";
   c.tolerance = 5;
   c.control_margin = 2;
-  c.analysis = "||Pi_G xi||^2 and ||Pi_H xi||^2 are independent chi-squares with a and b degrees "
-               "of freedom; the mean of the fraction is a/(a+b) exactly.";
+  c.analysis =
+      "||Pi_G xi||^2 and ||Pi_H xi||^2 are independent chi-squares with a and b degrees "
+      "of freedom; the mean of the fraction is a/(a+b) exactly.";
   c.generator_fn = [] {
     return rc::gen::exec([] {
       Case k;

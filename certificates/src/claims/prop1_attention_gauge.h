@@ -25,8 +25,8 @@ void randomise_gradients(const Case& c, AttentionCase<S>& a) {
   for (int h = 0; h < c.heads; ++h) {
     // Independent Gaussian entries at the scale of the terms the gradient sums (its rounding-error
     // scale divided by ‖W‖ = √r), so that the pair is not itself at the level of rounding.
-    const S scale = attention_error_scale(a.problem, a.wq[h], a.wk[h], std::size_t(h)) /
-                    (sqrt(S(c.r)) * sqrt(S(c.d * c.r)));
+    const S scale =
+        attention_error_scale(a.problem, a.wq[h], a.wk[h], std::size_t(h)) / (sqrt(S(c.r)) * sqrt(S(c.d * c.r)));
     a.grad.grad_q[h] = gaussian_matrix<S>(rng, c.d, c.r) * scale;
     a.grad.grad_k[h] = gaussian_matrix<S>(rng, c.d, c.r) * scale;
   }
@@ -72,8 +72,10 @@ CheckResult check_gl_gauge(const Case& c, GlGaugeMutant mutant) {
 
 template <class S>
 S from_decimal(const std::string& text) {
-  if constexpr (std::is_same_v<S, double>) return std::stod(text);
-  else return S(text.c_str());
+  if constexpr (std::is_same_v<S, double>)
+    return std::stod(text);
+  else
+    return S(text.c_str());
 }
 
 // The loss's magnitude Σ_h ‖C_h‖‖X U_h‖ (|L| is at most that), and the logits' Σ_h s‖X W_Q,h‖‖X W_K,h‖.
@@ -113,7 +115,8 @@ CheckResult check_loss_invariance(const Case& c, LossInvarianceMutant mutant) {
     for (int i = 0; i < c.r; ++i) sv(i) = S(pow10(-1.0 + 2.0 * double(i) / std::max(1, c.r - 1)));
     Matrix<S> gl = random_orthogonal<S>(rng, c.r) * sv.asDiagonal() * random_orthogonal<S>(rng, c.r);
     if (inverse_not_transposed)  // within 1e-5 of O(r): its condition number is 1 to that accuracy
-      gl = random_orthogonal<S>(rng, c.r) * (Matrix<S>::Identity(c.r, c.r) + gaussian_matrix<S>(rng, c.r, c.r) * S(1e-5));
+      gl = random_orthogonal<S>(rng, c.r) *
+           (Matrix<S>::Identity(c.r, c.r) + gaussian_matrix<S>(rng, c.r, c.r) * S(1e-5));
     else
       kappa = std::max<S>(kappa, sv.maxCoeff() / sv.minCoeff());
     const Matrix<S> inv = gl.inverse();
@@ -239,7 +242,9 @@ CheckResult check_random_tangent_gauge_fraction(const Case& c, RandomTangentFrac
   r.ratio = std::abs(z);
   r.residual = mean - p;
   r.normaliser = sd / std::sqrt(double(n));
-  r.detail = {{"samples", n}, {"mean_squared_fraction", mean}, {"dimension_ratio", p},
+  r.detail = {{"samples", n},
+              {"mean_squared_fraction", mean},
+              {"dimension_ratio", p},
               {"norm_fraction_sqrt_ratio", std::sqrt(p)}};
   return r;
 }
@@ -259,16 +264,21 @@ nlohmann::json figures_table8() {
     nf += sqrt(f);
   }
   const double a = r * (r - 1) / 2.0, b = double(r) * (d - r);
-  return {{"table", "Table 8"}, {"d", d}, {"r", r}, {"samples", n},
+  return {{"table", "Table 8"},
+          {"d", d},
+          {"r", r},
+          {"samples", n},
           {"mean_norm_fraction", to_double(S(nf / S(n)))},
           {"mean_squared_fraction", to_double(S(sq / S(n)))},
           {"sqrt_dimension_ratio", std::sqrt(a / (a + b))}};
 }
 
+// clang-format off
 #define STIEFEL_PROP1_CHECKS(X)                                                                     \
   X(joint_gauge, JointGaugeMutant) X(gl_gauge, GlGaugeMutant) X(loss_invariance, LossInvarianceMutant) \
   X(gradient_exact, GradientExactMutant) X(per_frame_gauge_nonzero, PerFrameGaugeMutant)            \
   X(random_tangent_gauge_fraction, RandomTangentFractionMutant)
+// clang-format on
 #define STIEFEL_PROP1_FIGURES(F) F(table8)
 STIEFEL_PROP1_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_PROP1_FIGURES(STIEFEL_EXTERN_FIGURES)

@@ -13,8 +13,9 @@ Claim prop2_orthogonal_projector() {
                        "idempotent, self-adjoint, zero on the normal space {WS}, with range in "
                        "the tangent space and fixing every tangent vector W Omega + W_perp K.");
   c.generator = "d in [1,24], r in [1,d] (r = 1 and r = d included), inputs scaled by 10^[-12,12]";
-  c.residual = "the worst of ||Pi(Pi A) - Pi A|| / ||A||, |<Pi A,B> - <A,Pi B>| / (||A|| ||B||), "
-               "||Pi(WS)|| / ||S||, ||sym(W^T Pi A)|| / ||A||, ||Pi xi - xi|| / ||xi||; factor d";
+  c.residual =
+      "the worst of ||Pi(Pi A) - Pi A|| / ||A||, |<Pi A,B> - <A,Pi B>| / (||A|| ||B||), "
+      "||Pi(WS)|| / ||S||, ||sym(W^T Pi A)|| / ||A||, ||Pi xi - xi|| / ||xi||; factor d";
   c.analysis = "Standard (Absil et al. 2008, (3.35)); exact in exact arithmetic.";
   c.generator_fn = [] { return gen::frame({}); };
   set_check(c, &check_orthogonal_projector<double>, &check_orthogonal_projector<mp50>,
@@ -27,9 +28,10 @@ Claim prop2_steepest_ascent() {
                        "Pi_W g / ||Pi_W g|| maximises <g, xi> over unit tangent xi, with value "
                        "||Pi_W g||.");
   c.generator = "d in [1,24], r in [1,d], g scaled by 10^[-12,12], one random unit tangent vector";
-  c.residual = "|<g, Pi g>/||Pi g|| - M| / ||g|| and max(0, <g, xi> - M) / ||g||, where M is the "
-               "norm of g's coordinates in an orthonormal basis of T_W St built without Pi; "
-               "factor d*r";
+  c.residual =
+      "|<g, Pi g>/||Pi g|| - M| / ||g|| and max(0, <g, xi> - M) / ||g||, where M is the "
+      "norm of g's coordinates in an orthonormal basis of T_W St built without Pi; "
+      "factor d*r";
   c.analysis = "Cauchy-Schwarz in T_W St; exact.";
   c.generator_fn = [] { return gen::frame({}); };
   set_check(c, &check_steepest_ascent<double>, &check_steepest_ascent<mp50>,
@@ -61,10 +63,12 @@ Claim eq12_horizontal_cost() {
                        "||Pi^h g|| = sqrt(1 - rho^2) ||Pi g||, rho = ||Pi_G g|| / ||Pi g|| the gauge share; at "
                        "Table 8's rho = 0.24 that costs 1 - sqrt(1 - 0.24^2) = 2.9% of the per-step "
                        "decrease (\"about 3%\").");
-  c.generator = "d in [3,24], r in [2,d-1] (at r = 1 the gauge space is {0}, at r = d the horizontal "
-                "one), W Haar, g Gaussian scaled by 10^[-12,12]";
-  c.residual = "| ||Pi^h g||^2 - (1 - rho^2) ||Pi g||^2 |, normalised by ||Pi g||^2; factor d*r. The "
-               "figures give the cost at Table 8's share and at random tangent vectors' share";
+  c.generator =
+      "d in [3,24], r in [2,d-1] (at r = 1 the gauge space is {0}, at r = d the horizontal "
+      "one), W Haar, g Gaussian scaled by 10^[-12,12]";
+  c.residual =
+      "| ||Pi^h g||^2 - (1 - rho^2) ||Pi g||^2 |, normalised by ||Pi g||^2; factor d*r. The "
+      "figures give the cost at Table 8's share and at random tangent vectors' share";
   c.analysis = "Pi g = Pi^h g + W skew(W^T g), orthogonal (eq12-horizontal-gauge-split); Pythagoras.";
   c.generator_fn = [] { return gen::frame({.min_r = 2, .r_below_d = true}); };
   c.figures_double = &figures_horizontal_cost<double>;
@@ -77,10 +81,7 @@ Claim eq12_horizontal_cost() {
 }  // namespace
 
 std::vector<Claim> prop2_projector_claims() {
-  return {prop2_orthogonal_projector(),
-          prop2_steepest_ascent(),
-          eq12_horizontal_gauge_split(),
-          eq12_horizontal_cost()};
+  return {prop2_orthogonal_projector(), prop2_steepest_ascent(), eq12_horizontal_gauge_split(), eq12_horizontal_cost()};
 }
 
 }  // namespace stiefel::certificates

@@ -66,8 +66,8 @@ CheckResult check_steepest_ascent(const Case& c, SteepestAscentMutant mutant) {
   // ⟨g, Πg⟩/‖Πg‖ is computed with condition number ‖g‖/‖Πg‖: normalise by ‖g‖²/‖Πg‖.
   const S tangent = project_tangent(w, g).norm();
   const S normaliser = tangent > S(0) ? S(g.squaredNorm() / tangent) : g.norm();
-  CheckResult r = identity_result(
-      scalar_identity<S>("<g, Pi g>/|Pi g| = max <g, xi>", best, value, normaliser, double(c.d * c.r)));
+  CheckResult r =
+      identity_result(scalar_identity<S>("<g, Pi g>/|Pi g| = max <g, xi>", best, value, normaliser, double(c.d * c.r)));
   Matrix<S> xi = random_tangent<S>(rng, w);
   if (xi.norm() > S(0)) {
     xi /= xi.norm();
@@ -84,8 +84,8 @@ CheckResult check_gauge_split(const Case& c, GaugeSplitMutant mutant) {
   Rng rng(c.seed);
   const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
   const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
-  const Matrix<S> vertical = mutant == GaugeSplitMutant::kNormalPart ? Matrix<S>(w * sym(w.transpose() * g))
-                                                                     : gauge_component(w, g);
+  const Matrix<S> vertical =
+      mutant == GaugeSplitMutant::kNormalPart ? Matrix<S>(w * sym(w.transpose() * g)) : gauge_component(w, g);
   return identity_result(properties::gauge_split<S>(w, g, vertical, double(c.d)));
 }
 
@@ -122,13 +122,14 @@ nlohmann::json figures_horizontal_cost() {
   for (const auto& [what, rho] : std::vector<std::pair<const char*, double>>{
            {"Table 8 (the paper's measured share)", 0.24},
            {"random tangent vectors, d = 128, r = 16 (mean of 400)", random_share}})
-    rows.push_back({{"where", what}, {"gauge_share", rho}, {"cost_percent", 100.0 * (1.0 - std::sqrt(1.0 - rho * rho))}});
+    rows.push_back(
+        {{"where", what}, {"gauge_share", rho}, {"cost_percent", 100.0 * (1.0 - std::sqrt(1.0 - rho * rho))}});
   return {{"rows", rows}};
 }
 
-#define STIEFEL_PROP2_CHECKS(X)                                                                   \
-  X(orthogonal_projector, ProjectorMutant) X(steepest_ascent, SteepestAscentMutant)               \
-  X(gauge_split, GaugeSplitMutant) X(horizontal_cost, HorizontalCostMutant)
+#define STIEFEL_PROP2_CHECKS(X)            \
+  X(orthogonal_projector, ProjectorMutant) \
+  X(steepest_ascent, SteepestAscentMutant) X(gauge_split, GaugeSplitMutant) X(horizontal_cost, HorizontalCostMutant)
 #define STIEFEL_PROP2_FIGURES(F) F(horizontal_cost)
 STIEFEL_PROP2_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_PROP2_FIGURES(STIEFEL_EXTERN_FIGURES)

@@ -26,8 +26,7 @@ CheckResult check_sgd_degree_one(const Case& c, SgdDegreeOneMutant mutant) {
         RiemannianAdamHyper<S> h = b2_hyper<S>(lr, S(0));
         h.cap_tau.reset();
         h.map = map;
-        return riemannian_adam_direction<S>({w}, {grad}, make_riemannian_adam_state<S>({w}, h.moment), h)
-            .eta[0];
+        return riemannian_adam_direction<S>({w}, {grad}, make_riemannian_adam_state<S>({w}, h.moment), h).eta[0];
       }
       RiemannianSgdHyper<S> h;
       h.lr = lr;
@@ -38,7 +37,7 @@ CheckResult check_sgd_degree_one(const Case& c, SgdDegreeOneMutant mutant) {
     if (base.norm() == S(0)) continue;  // Π^h vanishes identically when r = d
     const Matrix<S> scaled = displacement(Matrix<S>(cc * g));
     keep_worst(worst, identity_result(matrix_identity<S>("xi(c g) = c xi(g)", Matrix<S>(cc * base), scaled,
-                                                          S(cc * lr * g.norm()), double(c.d))));
+                                                         S(cc * lr * g.norm()), double(c.d))));
   }
   return worst;
 }
@@ -64,9 +63,8 @@ CheckResult adam_scale_free(const Case& c, AdamScaleFreeMutant mutant, SecondMom
   // c = 2^k: scaling by a power of two is exact in binary floating point, so the scaled run sees
   // exactly scaled inputs and any difference is the rule's, not rounding's.
   const double scale_c = std::ldexp(1.0, int(std::lround(c.log10_c)));
-  const Frames<S> last = run_adam<S>(c, h, scale_c, [&](int t, const Frames<S>& w, const auto&) {
-    compare(w, first[t]);
-  });
+  const Frames<S> last =
+      run_adam<S>(c, h, scale_c, [&](int t, const Frames<S>& w, const auto&) { compare(w, first[t]); });
   compare(last, first.back());
   return roundoff_result<S>(worst, sqrt(S(c.r)), double(c.d) * c.steps);
 }
@@ -120,13 +118,14 @@ CheckResult check_eps_scale_defect(const Case& c, EpsScaleDefectMutant mutant) {
       S rho = cc * (sv + eps) / (cc * sv + eps);
       max_defect = std::max(max_defect, to_double(abs(S(rho - S(1)))));
       if (sv > S(0)) max_bound = std::max(max_bound, to_double(S(eps / sv * abs(S(S(1) - S(1) / cc)))));
-      if (mutant == EpsScaleDefectMutant::kEpsInsideSqrt) rho = cc * sqrt(sv * sv + eps) / sqrt(cc * cc * sv * sv + eps);
+      if (mutant == EpsScaleDefectMutant::kEpsInsideSqrt)
+        rho = cc * sqrt(sv * sv + eps) / sqrt(cc * cc * sv * sv + eps);
       if (mutant == EpsScaleDefectMutant::kEpsIgnored) rho = S(1);
       // d·r for the projection, 64 for the scalar chain (the inexactly scaled inputs, the moments'
       // updates, bias corrections, square roots and ρ itself).
       keep_worst(worst, identity_result(matrix_identity<S>("eta(c g, c m, c^2 v) = rho eta(g, m, v)",
-                                                            Matrix<S>(rho * dir.eta[k]), dirc.eta[k],
-                                                            dirc.eta[k].norm(), double(c.d * c.r + 64))));
+                                                           Matrix<S>(rho * dir.eta[k]), dirc.eta[k], dirc.eta[k].norm(),
+                                                           double(c.d * c.r + 64))));
     }
     auto next = finish_riemannian_adam_step<S>(w, std::move(dir), h);
     w = std::move(next.frames);
@@ -137,9 +136,11 @@ CheckResult check_eps_scale_defect(const Case& c, EpsScaleDefectMutant mutant) {
   return worst;
 }
 
+// clang-format off
 #define STIEFEL_PROP3_CHECKS(X)                                                                     \
   X(sgd_degree_one, SgdDegreeOneMutant) X(adam_scale_free, AdamScaleFreeMutant)                     \
   X(adam_mean_scale_free, AdamScaleFreeMutant) X(eps_scale_defect, EpsScaleDefectMutant)
+// clang-format on
 STIEFEL_PROP3_CHECKS(STIEFEL_EXTERN_CHECK)
 
 }  // namespace stiefel::certificates

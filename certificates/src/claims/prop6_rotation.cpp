@@ -22,12 +22,14 @@ Claim prop6ii_angle_bound() {
   Claim c = make_claim("prop6ii-angle-bound", "Prop. 6(ii), §5.3", "inequality",
                        "If ||eta||_F <= tau sqrt(r), the largest principal angle between col(W) and "
                        "col(W + eta) is at most arctan(tau sqrt(r)).");
-  c.generator = "d in [2,24], r in [1,d-1] (at r = d both spans are R^d), the capped Riemannian "
-                "Adam step from a random state (m scale 10^[-2,2] relative, step count 1..1000), "
-                "tau = 10^[-2,0.5], eta_R = 10^[-3,1], gradient scale 10^[-10,10]";
-  c.residual = "max(0, sin(theta_max) - b/sqrt(1+b^2)), b = tau sqrt(r), sin(theta_max) = "
-               "||(I - WW^T) Q||_2 with Q an orthonormal basis of col(W + eta) by Householder QR; "
-               "factor d*r";
+  c.generator =
+      "d in [2,24], r in [1,d-1] (at r = d both spans are R^d), the capped Riemannian "
+      "Adam step from a random state (m scale 10^[-2,2] relative, step count 1..1000), "
+      "tau = 10^[-2,0.5], eta_R = 10^[-3,1], gradient scale 10^[-10,10]";
+  c.residual =
+      "max(0, sin(theta_max) - b/sqrt(1+b^2)), b = tau sqrt(r), sin(theta_max) = "
+      "||(I - WW^T) Q||_2 with Q an orthonormal basis of col(W + eta) by Householder QR; "
+      "factor d*r";
   c.analysis = "tan of the principal angles = singular values of K(I+Omega)^-1, <= ||eta||_F.";
   c.generator_fn = [] {
     return rc::gen::exec([] {
@@ -47,19 +49,22 @@ Claim prop6ii_angle_bound() {
 }
 
 Claim prop6ii_uncapped_rotation() {
-  Claim c = make_claim("prop6ii-uncapped-rotation", "Prop. 6(ii) without the cap, §7 (\"rotations approaching 90 degrees\")",
-                       "identity",
+  Claim c = make_claim("prop6ii-uncapped-rotation",
+                       "Prop. 6(ii) without the cap, §7 (\"rotations approaching 90 degrees\")", "identity",
                        "For a horizontal step eta without a cap, the principal angles between col(W) and "
                        "col(polar(W + eta)) are arctan sigma_i(eta): the largest rotation arctan ||eta||_2 "
                        "approaches 90 degrees as the step grows, as §7 says of raising eta.");
-  c.generator = "d in [2,16], r in [1,d-1], W Haar, eta = Pi^h(N) scaled to ||eta||_F = 10^[-3,2] "
-                "(89.4 degrees at the top)";
-  c.residual = "the larger of ||sigma(W^T Y) - 1/sqrt(1 + sigma(eta)^2)||_2 and ||sigma((I - W W^T) Y) - "
-               "sigma(eta)/sqrt(1 + sigma(eta)^2)||_2, Y = polar(W + eta) (the cosines and sines of the "
-               "principal angles against their closed form), normalised by 1 + ||eta||_2 (the condition "
-               "of W + eta); factor d*r";
-  c.analysis = "W + eta = [W W_perp][I; K] with eta = W_perp K, so polar(W + eta) = (W + eta)(I + "
-               "K^T K)^(-1/2) and W^T polar(W + eta) = (I + K^T K)^(-1/2); exact.";
+  c.generator =
+      "d in [2,16], r in [1,d-1], W Haar, eta = Pi^h(N) scaled to ||eta||_F = 10^[-3,2] "
+      "(89.4 degrees at the top)";
+  c.residual =
+      "the larger of ||sigma(W^T Y) - 1/sqrt(1 + sigma(eta)^2)||_2 and ||sigma((I - W W^T) Y) - "
+      "sigma(eta)/sqrt(1 + sigma(eta)^2)||_2, Y = polar(W + eta) (the cosines and sines of the "
+      "principal angles against their closed form), normalised by 1 + ||eta||_2 (the condition "
+      "of W + eta); factor d*r";
+  c.analysis =
+      "W + eta = [W W_perp][I; K] with eta = W_perp K, so polar(W + eta) = (W + eta)(I + "
+      "K^T K)^(-1/2) and W^T polar(W + eta) = (I + K^T K)^(-1/2); exact.";
   c.generator_fn = [] {
     return rc::gen::exec([] {
       Case k;
@@ -78,9 +83,7 @@ Claim prop6ii_uncapped_rotation() {
 }  // namespace
 
 std::vector<Claim> prop6_rotation_claims() {
-  return {prop6i_sigma_min(),
-          prop6ii_angle_bound(),
-          prop6ii_uncapped_rotation()};
+  return {prop6i_sigma_min(), prop6ii_angle_bound(), prop6ii_uncapped_rotation()};
 }
 
 }  // namespace stiefel::certificates

@@ -125,8 +125,9 @@ nlohmann::json figures_uncapped_rotation() {
     rows.push_back({{"step_norm_F", norm},
                     {"largest_angle_deg", to_double(S(asin(std::min(sine, S(1))) * S(180) / S(std::numbers::pi)))}});
   }
-  return {{"setting", "d = 128, r = 16, one Gaussian horizontal direction; the capped step's bound at "
-                      "tau = 0.1 is arctan(0.1 sqrt(16)) = 21.8 degrees"},
+  return {{"setting",
+           "d = 128, r = 16, one Gaussian horizontal direction; the capped step's bound at "
+           "tau = 0.1 is arctan(0.1 sqrt(16)) = 21.8 degrees"},
           {"rows", rows}};
 }
 

@@ -82,16 +82,16 @@ Claim prop7_converse() {
                        "not a counterexample everywhere: at d = r = 2 every tangent vector has equal "
                        "row norms, so it reduces to the per-frame scalar; Table 9 reports it at d = 24.)");
   c.generator = std::string(kEquivarianceGenerator) + kEquivarianceNote;
-  c.residual = "violation = max over steps and heads of max|W_t^(Q) - Q^T W_t| for the "
-               "elementwise rule (B2m)";
+  c.residual =
+      "violation = max over steps and heads of max|W_t^(Q) - Q^T W_t| for the "
+      "elementwise rule (B2m)";
   c.factor = "ratio = u * d * T * max(1, max|W|) / violation; pass at ratio <= 1e-3";
   c.tolerance = 1e-3;
   c.analysis = "A row-dependent scaling does not commute with a rotation that mixes the rows.";
   c.generator_fn = &equivariance_cases;
   c.cost = 8;
   set_check(c, &check_equivariance_converse<double>, &check_equivariance_converse<mp50>,
-            {{ConverseMutant::kScalarMoment, "scalar-moment",
-              "the scalar-moment rule, which is equivariant"}});
+            {{ConverseMutant::kScalarMoment, "scalar-moment", "the scalar-moment rule, which is equivariant"}});
   return c;
 }
 
@@ -103,7 +103,8 @@ Claim prop7_converse_family() {
                        "O(d)-equivariant: the violation is far above roundoff for every member, at d >= 3. "
                        "(At d = r = 2 a member can be equivariant: the generator found one, the same "
                        "degeneracy as the per-row moment's; the family is therefore checked at d >= 3.)");
-  c.generator = std::string(kEquivarianceGenerator) + "; row weights b_i = 10^(x u_i), u_i uniform in "
+  c.generator = std::string(kEquivarianceGenerator) +
+                "; row weights b_i = 10^(x u_i), u_i uniform in "
                 "[-1,1], x in [0.01,2]";
   c.residual = "violation = max over steps and heads of max|W_t^(Q) - Q^T W_t| for the row-weighted rule";
   c.factor = "ratio = u * d * T * max(1, max|W|) / violation; pass at ratio <= 1e-3";
@@ -128,10 +129,7 @@ Claim prop7_converse_family() {
 }  // namespace
 
 std::vector<Claim> prop7_equivariance_claims() {
-  return {prop7_equivariance_scalar(),
-          prop7_equivariance_per_column(),
-          b2_mean_equivariance(),
-          prop7_converse(),
+  return {prop7_equivariance_scalar(), prop7_equivariance_per_column(), b2_mean_equivariance(), prop7_converse(),
           prop7_converse_family()};
 }
 

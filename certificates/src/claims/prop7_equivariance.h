@@ -33,8 +33,8 @@ Frames<S> trace_problem_gradient(const Matrix<S>& a, const Vector<S>& n, const F
 // polar retraction, by the Gram route) whose second moment is √V_ij = √(b_i v_j), v_j the per-column moment and b a
 // fixed positive row weight. √V is constant down each column iff b is constant.
 template <class S>
-std::vector<Frames<S>> run_row_weighted(const Matrix<S>& a, const Vector<S>& n, Frames<S> w, int steps,
-                                        const S& lr, const S& eps, const Vector<S>& b) {
+std::vector<Frames<S>> run_row_weighted(const Matrix<S>& a, const Vector<S>& n, Frames<S> w, int steps, const S& lr,
+                                        const S& eps, const Vector<S>& b) {
   const RiemannianAdamHyper<S> h = b2_hyper<S>(lr, eps);
   Frames<S> m, v;
   for (const auto& f : w) {
@@ -65,9 +65,8 @@ std::vector<Frames<S>> run_row_weighted(const Matrix<S>& a, const Vector<S>& n, 
 
 // Runs `rule` for T steps on f and returns every iterate.
 template <class S>
-std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Vector<S>& n,
-                                         Frames<S> w, int steps, const S& lr, const S& eps,
-                                         const Vector<S>& row_weight = {}) {
+std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Vector<S>& n, Frames<S> w, int steps,
+                                         const S& lr, const S& eps, const Vector<S>& row_weight = {}) {
   if (rule == Rule::kRowWeighted) return run_row_weighted<S>(a, n, std::move(w), steps, lr, eps, row_weight);
   std::vector<Frames<S>> out;
   if (rule == Rule::kAdamW) {
@@ -192,10 +191,11 @@ nlohmann::json figures_table9() {
   c.steps = 15;
   c.seed = 9;
   c.log10_eps = -8;
-  const std::vector<std::tuple<const char*, Rule, double>> rules = {
-      {"scalar (B2)", Rule::kScalar, 0.05}, {"per-column", Rule::kPerColumn, 0.05},
-      {"elementwise (B2m)", Rule::kElementwise, 0.03}, {"AdamW (decay 0.05)", Rule::kAdamW, 0.01},
-      {"per-row (converse)", Rule::kPerRow, 0.05}};
+  const std::vector<std::tuple<const char*, Rule, double>> rules = {{"scalar (B2)", Rule::kScalar, 0.05},
+                                                                    {"per-column", Rule::kPerColumn, 0.05},
+                                                                    {"elementwise (B2m)", Rule::kElementwise, 0.03},
+                                                                    {"AdamW (decay 0.05)", Rule::kAdamW, 0.01},
+                                                                    {"per-row (converse)", Rule::kPerRow, 0.05}};
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& [name, rule, lr] : rules) {
     c.log10_lr = std::log10(lr);
@@ -205,20 +205,23 @@ nlohmann::json figures_table9() {
       worst = std::max(worst, v);
       size = std::max(size, s);
     }
-    rows.push_back({{"rule", name}, {"lr", lr}, {"violation_max_abs", to_double(worst)},
-                    {"max_abs_entry_of_W", to_double(size)}});
+    rows.push_back(
+        {{"rule", name}, {"lr", lr}, {"violation_max_abs", to_double(worst)}, {"max_abs_entry_of_W", to_double(size)}});
   }
   return {{"table", "Table 9"},
-          {"setting", "f(W) = -tr(W^T A W), A symmetric Gaussian, H = 3, d = 24, r = 6, T = 15, "
-                      "eps = 1e-8, worst of 5 Haar rotations Q; max|W_T^(Q) - Q^T W_T| over all "
-                      "steps and heads"},
+          {"setting",
+           "f(W) = -tr(W^T A W), A symmetric Gaussian, H = 3, d = 24, r = 6, T = 15, "
+           "eps = 1e-8, worst of 5 Haar rotations Q; max|W_T^(Q) - Q^T W_T| over all "
+           "steps and heads"},
           {"rows", rows}};
 }
 
+// clang-format off
 #define STIEFEL_PROP7_CHECKS(X)                                                                      \
   X(equivariance_scalar, EquivarianceMutant) X(equivariance_per_column, EquivarianceMutant)          \
   X(equivariance_mean, EquivarianceMutant) X(equivariance_converse, ConverseMutant)                  \
   X(equivariance_family, ConverseFamilyMutant)
+// clang-format on
 #define STIEFEL_PROP7_FIGURES(F) F(table9)
 STIEFEL_PROP7_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_PROP7_FIGURES(STIEFEL_EXTERN_FIGURES)

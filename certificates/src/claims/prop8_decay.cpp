@@ -33,9 +33,10 @@ Claim prop8_decay_annihilated() {
                        "Pi_W(lambda W) = 0: weight decay has zero Riemannian gradient on St(d,r).");
   c.generator = "d in [1,24], r in [1,d], lambda = 10^[-12,12]";
   c.residual = "||Pi_W(lambda W)||_F / (lambda sqrt(r)); factor d";
-  c.analysis = "lambda W = W (lambda I) lies in the normal space {WS}. On an orthonormal W this "
-               "holds by construction; prop8-decay-on-drifted-frame certifies what remains of the decay "
-               "off the manifold, with its constant.";
+  c.analysis =
+      "lambda W = W (lambda I) lies in the normal space {WS}. On an orthonormal W this "
+      "holds by construction; prop8-decay-on-drifted-frame certifies what remains of the decay "
+      "off the manifold, with its constant.";
   c.generator_fn = frame_and_decay;
   set_check(c, &check_decay_annihilated<double>, &check_decay_annihilated<mp50>,
             {{DecayAnnihilatedMutant::kDriftedFrame, "drifted-frame",
@@ -48,12 +49,15 @@ Claim prop8_decay_on_drifted_frame() {
                        "On a frame with isometry error delta (as float32 training leaves it, ~1e-5), weight "
                        "decay keeps a Riemannian gradient of exactly Pi_W(lambda W) = lambda W (I - W^T W), "
                        "of norm lambda ||sigma (1 - sigma^2)||_2 <= lambda (1 + max delta) ||I - W^T W||_F.");
-  c.generator = "W = U diag(1 + delta_i) V^T, |delta_i| = 10^[-8,-3] of either sign, d in [1,24], r in "
-                "[1,d], lambda = 10^[-12,12]";
-  c.residual = "| ||Pi_W(lambda W)||_F - lambda ||sigma (1 - sigma^2)||_2 |, normalised by lambda sqrt(r); "
-               "factor d";
-  c.analysis = "W^T(lambda W) is symmetric, so Pi_W(lambda W) = lambda (W - W W^T W) = lambda U "
-               "diag(sigma (1 - sigma^2)) V^T.";
+  c.generator =
+      "W = U diag(1 + delta_i) V^T, |delta_i| = 10^[-8,-3] of either sign, d in [1,24], r in "
+      "[1,d], lambda = 10^[-12,12]";
+  c.residual =
+      "| ||Pi_W(lambda W)||_F - lambda ||sigma (1 - sigma^2)||_2 |, normalised by lambda sqrt(r); "
+      "factor d";
+  c.analysis =
+      "W^T(lambda W) is symmetric, so Pi_W(lambda W) = lambda (W - W W^T W) = lambda U "
+      "diag(sigma (1 - sigma^2)) V^T.";
   c.generator_fn = frame_and_decay;
   set_check(c, &check_decay_drifted<double>, &check_decay_drifted<mp50>,
             {{DecayDriftedMutant::kRetractedProjector, "retracted-projector",
@@ -68,14 +72,15 @@ Claim s53_decay_absorbed() {
                        "decay is absorbed by the retraction, for eta lambda < 1 (every run of the paper "
                        "has eta lambda <= 1e-3). Stated without a condition, it fails for eta lambda > 1: "
                        "see s53-decay-absorbed-large-step.");
-  c.generator = "d in [2,24] ((d,r) != (1,1), whose tangent space is {0}), r in [1,d], tangent xi "
-                "scaled by 10^[-3,1], eta*lambda = 10^[-6,-0.001]";
+  c.generator =
+      "d in [2,24] ((d,r) != (1,1), whose tangent space is {0}), r in [1,d], tangent xi "
+      "scaled by 10^[-3,1], eta*lambda = 10^[-6,-0.001]";
   c.residual = "||lhs - rhs||_F / sqrt(r); factor d*(1 + ||xi||/|1 - eta lambda|)";
   c.analysis = "polar(cM) = polar(M) for c > 0: divide (1 - eta lambda) W + xi by 1 - eta lambda > 0.";
   c.generator_fn = [] { return decay_gen_regime(-1); };
-  set_check(c, &check_decay_absorbed<double>, &check_decay_absorbed<mp50>,
-            {{DecayAbsorbedMutant::kUnscaledStep, "unscaled-step",
-              "polar(W + xi) without the 1/(1 - eta lambda) rescale"}});
+  set_check(
+      c, &check_decay_absorbed<double>, &check_decay_absorbed<mp50>,
+      {{DecayAbsorbedMutant::kUnscaledStep, "unscaled-step", "polar(W + xi) without the 1/(1 - eta lambda) rescale"}});
   return c;
 }
 
@@ -86,12 +91,13 @@ Claim s53_decay_absorbed_large_step() {
   c.generator = "as for s53-decay-absorbed, with eta*lambda = 10^[0.001,0.6]";
   c.residual = "as for s53-decay-absorbed";
   c.expected = Expected::kRefuted;
-  c.analysis = "polar(cM) = sign(c) polar(M): for eta*lambda > 1 the two sides are negatives of "
-               "each other, and at eta*lambda = 1 the right side is undefined.";
+  c.analysis =
+      "polar(cM) = sign(c) polar(M): for eta*lambda > 1 the two sides are negatives of "
+      "each other, and at eta*lambda = 1 the right side is undefined.";
   c.generator_fn = [] { return decay_gen_regime(1); };
-  set_check(c, &check_decay_absorbed<double>, &check_decay_absorbed<mp50>,
-            {{DecayAbsorbedMutant::kUnscaledStep, "unscaled-step",
-              "polar(W + xi) without the 1/(1 - eta lambda) rescale"}});
+  set_check(
+      c, &check_decay_absorbed<double>, &check_decay_absorbed<mp50>,
+      {{DecayAbsorbedMutant::kUnscaledStep, "unscaled-step", "polar(W + xi) without the 1/(1 - eta lambda) rescale"}});
   return c;
 }
 
@@ -104,9 +110,9 @@ Claim s53_decay_absorbed_corrected() {
   c.residual = "as for s53-decay-absorbed";
   c.analysis = "Positive homogeneity and oddness of the polar factor.";
   c.generator_fn = [] { return decay_gen_regime(0); };
-  set_check(c, &check_decay_absorbed_corrected<double>, &check_decay_absorbed_corrected<mp50>,
-            {{DecayAbsorbedMutant::kUnscaledStep, "unscaled-step",
-              "polar(W + xi) without the 1/(1 - eta lambda) rescale"}});
+  set_check(
+      c, &check_decay_absorbed_corrected<double>, &check_decay_absorbed_corrected<mp50>,
+      {{DecayAbsorbedMutant::kUnscaledStep, "unscaled-step", "polar(W + xi) without the 1/(1 - eta lambda) rescale"}});
   return c;
 }
 
@@ -117,14 +123,17 @@ Claim s54_decay_fixed_point_off_manifold() {
                        "as a value: on L(W) = ||W - B||^2/2 the iteration's fixed point is B/(1+lambda), "
                        "whose distance from St(d,r) is ||sigma(B)/(1+lambda) - 1||_2, zero only when every "
                        "singular value of B equals 1 + lambda.");
-  c.generator = "B = (1+lambda) U diag(sigma) V^T with U in St(d,r), V in O(r) Haar and sigma_i = "
-                "10^([-2,2] + [-0.5,0.5]), lambda = 10^[-3,1], d in [1,24], r in [1,d]; the "
-                "iteration W <- W - eta grad L - eta lambda W (eta = 1/(2(1+lambda))) run from 0 "
-                "until its step is at roundoff";
-  c.residual = "the worse of |dist(W*, St) - ||sigma - 1||_2| with dist = ||W* - polar(W*)||_F, and "
-               "||W* - B/(1+lambda)||_F, each normalised by ||sigma||_2 + sqrt(r); factor d*r";
-  c.analysis = "W* = B/(1+lambda) = U diag(sigma) V^T; its nearest point of St(d,r) is U V^T "
-               "(the polar factor), at distance ||sigma - 1||_2.";
+  c.generator =
+      "B = (1+lambda) U diag(sigma) V^T with U in St(d,r), V in O(r) Haar and sigma_i = "
+      "10^([-2,2] + [-0.5,0.5]), lambda = 10^[-3,1], d in [1,24], r in [1,d]; the "
+      "iteration W <- W - eta grad L - eta lambda W (eta = 1/(2(1+lambda))) run from 0 "
+      "until its step is at roundoff";
+  c.residual =
+      "the worse of |dist(W*, St) - ||sigma - 1||_2| with dist = ||W* - polar(W*)||_F, and "
+      "||W* - B/(1+lambda)||_F, each normalised by ||sigma||_2 + sqrt(r); factor d*r";
+  c.analysis =
+      "W* = B/(1+lambda) = U diag(sigma) V^T; its nearest point of St(d,r) is U V^T "
+      "(the polar factor), at distance ||sigma - 1||_2.";
   c.generator_fn = [] {
     return rc::gen::exec([] {
       Case k;
@@ -145,12 +154,8 @@ Claim s54_decay_fixed_point_off_manifold() {
 }  // namespace
 
 std::vector<Claim> prop8_decay_claims() {
-  return {prop8_decay_annihilated(),
-          prop8_decay_on_drifted_frame(),
-          s53_decay_absorbed(),
-          s53_decay_absorbed_large_step(),
-          s53_decay_absorbed_corrected(),
-          s54_decay_fixed_point_off_manifold()};
+  return {prop8_decay_annihilated(),       prop8_decay_on_drifted_frame(), s53_decay_absorbed(),
+          s53_decay_absorbed_large_step(), s53_decay_absorbed_corrected(), s54_decay_fixed_point_off_manifold()};
 }
 
 }  // namespace stiefel::certificates

@@ -19,8 +19,8 @@ CheckResult check_decay_annihilated(const Case& c, DecayAnnihilatedMutant mutant
   if (mutant == DecayAnnihilatedMutant::kDriftedFrame) w *= S(1) + S(1e-6);  // 1e-6 off the manifold
   const S lambda(pow10(c.x));
   const auto projector = [&](const Matrix<S>& x) { return project_tangent<S>(w, x); };
-  return identity_result(properties::projector_annihilates<S>(projector, Matrix<S>(lambda * w),
-                                                              S(lambda * sqrt(S(c.r))), double(c.d)));
+  return identity_result(
+      properties::projector_annihilates<S>(projector, Matrix<S>(lambda * w), S(lambda * sqrt(S(c.r))), double(c.d)));
 }
 
 // Prop. 8 on a frame off the manifold (as float32 training leaves it, isometry error ≈ 1e-5):
@@ -34,7 +34,8 @@ CheckResult check_decay_drifted(const Case& c, DecayDriftedMutant mutant) {
   Rng rng(c.seed);
   const Matrix<S> u = random_stiefel<S>(rng, c.d, c.r), v = random_orthogonal<S>(rng, c.r);
   Vector<S> sigma(c.r);
-  for (int i = 0; i < c.r; ++i) sigma(i) = S(1) + S((rng.uniform() < 0.5 ? -1.0 : 1.0) * pow10(-8.0 + 5.0 * rng.uniform()));
+  for (int i = 0; i < c.r; ++i)
+    sigma(i) = S(1) + S((rng.uniform() < 0.5 ? -1.0 : 1.0) * pow10(-8.0 + 5.0 * rng.uniform()));
   const Matrix<S> w = u * sigma.asDiagonal() * v.transpose();
   const S lambda(pow10(c.x));
   const Matrix<S> frame = mutant == DecayDriftedMutant::kRetractedProjector ? polar_svd<S>(w) : w;
@@ -59,8 +60,9 @@ CheckResult decay_absorbed_check(const Case& c, DecayAbsorbedMutant mutant, bool
                                                                : polar_svd<S>(Matrix<S>(w + xi / one_minus));
   if (corrected && one_minus < S(0)) rhs = -rhs;
   const double kappa = 1.0 + to_double(S(xi.norm() / abs(one_minus)));
-  CheckResult r = identity_result(matrix_identity<S>("polar((1 - eta lambda) W + xi) = polar(W + xi / (1 - eta lambda))",
-                                                     rhs, lhs, sqrt(S(c.r)), double(c.d) * kappa));
+  CheckResult r =
+      identity_result(matrix_identity<S>("polar((1 - eta lambda) W + xi) = polar(W + xi / (1 - eta lambda))", rhs, lhs,
+                                         sqrt(S(c.r)), double(c.d) * kappa));
   r.detail["eta_lambda"] = to_double(x);
   return r;
 }
@@ -103,19 +105,22 @@ CheckResult check_decay_fixed_point(const Case& c, DecayFixedPointMutant mutant)
   const S closed_form = (sigma.array() - S(1)).matrix().norm();
   const S normaliser = sigma.norm() + sqrt(S(c.r));
   const double factor = double(c.d * c.r);
-  CheckResult r = identity_result(scalar_identity<S>("dist(W*, St) = |sigma - 1|", closed_form, distance, normaliser, factor));
+  CheckResult r =
+      identity_result(scalar_identity<S>("dist(W*, St) = |sigma - 1|", closed_form, distance, normaliser, factor));
   keep_worst(r, identity_result(matrix_identity<S>("W* = B / (1 + lambda)", Matrix<S>(b / (S(1) + lambda)), w,
-                                                    normaliser, factor)));
+                                                   normaliser, factor)));
   r.detail["distance_from_manifold"] = to_double(distance);
   r.detail["closed_form"] = to_double(closed_form);
   r.detail["isometry_error"] = to_double(isometry_error(w));
   return r;
 }
 
+// clang-format off
 #define STIEFEL_PROP8_CHECKS(X)                                                                       \
   X(decay_annihilated, DecayAnnihilatedMutant) X(decay_drifted, DecayDriftedMutant)                   \
   X(decay_absorbed, DecayAbsorbedMutant) X(decay_absorbed_corrected, DecayAbsorbedMutant)             \
   X(decay_fixed_point, DecayFixedPointMutant)
+// clang-format on
 STIEFEL_PROP8_CHECKS(STIEFEL_EXTERN_CHECK)
 
 }  // namespace stiefel::certificates

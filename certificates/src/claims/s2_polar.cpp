@@ -10,19 +10,21 @@ Claim s2_polar_nearest() {
   Claim c = make_claim("s2-polar-nearest", "§2", "inequality",
                        "The polar retraction is the Frobenius-nearest point of St(d,r): "
                        "||M - polar(M)||_F <= ||M - Y||_F for every Y in St(d,r).");
-  c.generator = "M = U diag(sigma) V^T, sigma_i = 10^[-6,2] times 10^[-3,3] (near rank deficiency "
-                "included), d in [1,24], r in [1,d]; Y: three random points, -polar(M), the "
-                "point reached along the Riemannian gradient of the distance, the r points with one "
-                "column's sign flipped (the other critical points), and two random neighbours at "
-                "distances 1e-2 and 1e-4";
-  c.residual = "max(0, ||M - P||^2 - ||M - Y||^2) computed as 2<M, Y - P> - (||Y||^2 - ||P||^2), "
-               "normalised by ||M|| ||Y - P|| + r; factor d";
-  c.analysis = "||M - Y||^2 = ||M||^2 + r - 2 tr(Y^T M), and tr(Y^T M) <= ||M||_* with equality "
-               "at the polar factor.";
+  c.generator =
+      "M = U diag(sigma) V^T, sigma_i = 10^[-6,2] times 10^[-3,3] (near rank deficiency "
+      "included), d in [1,24], r in [1,d]; Y: three random points, -polar(M), the "
+      "point reached along the Riemannian gradient of the distance, the r points with one "
+      "column's sign flipped (the other critical points), and two random neighbours at "
+      "distances 1e-2 and 1e-4";
+  c.residual =
+      "max(0, ||M - P||^2 - ||M - Y||^2) computed as 2<M, Y - P> - (||Y||^2 - ||P||^2), "
+      "normalised by ||M|| ||Y - P|| + r; factor d";
+  c.analysis =
+      "||M - Y||^2 = ||M||^2 + r - 2 tr(Y^T M), and tr(Y^T M) <= ||M||_* with equality "
+      "at the polar factor.";
   c.generator_fn = [] { return gen::frame({.scale_lo = -3, .scale_hi = 3}); };
   set_check(c, &check_polar_nearest<double>, &check_polar_nearest<mp50>,
-            {{PolarNearestMutant::kFlippedColumn, "flipped-column",
-              "polar(M) with its first column negated"}});
+            {{PolarNearestMutant::kFlippedColumn, "flipped-column", "polar(M) with its first column negated"}});
   return c;
 }
 
@@ -30,13 +32,16 @@ Claim s2_polar_routes_agree() {
   Claim c = make_claim("s2-polar-routes-agree", "§2, §3.2, Prop. 6(i)", "identity",
                        "The polar retraction by thin SVD, by the Gram route M (M^T M)^(-1/2), and by "
                        "the tangent Gram route (W + eta)(I + eta^T eta)^(-1/2) agree and land on St(d,r).");
-  c.generator = "d in [1,24], r in [1,d], tangent eta of norm 10^[-8,2] (up to 200 times the "
-                "largest capped step tau sqrt(r))";
-  c.residual = "||svd - gram|| / sqrt(r), ||svd - tangent gram|| / sqrt(r) with factor "
-               "d*kappa^2, kappa = 1 + ||eta|| (the Gram route squares the condition number); "
-               "||P^T P - I||_max with factor d";
-  c.analysis = "Uniqueness of the polar factor of a full-rank matrix; (W+eta)^T(W+eta) = I + "
-               "eta^T eta for tangent eta.";
+  c.generator =
+      "d in [1,24], r in [1,d], tangent eta of norm 10^[-8,2] (up to 200 times the "
+      "largest capped step tau sqrt(r))";
+  c.residual =
+      "||svd - gram|| / sqrt(r), ||svd - tangent gram|| / sqrt(r) with factor "
+      "d*kappa^2, kappa = 1 + ||eta|| (the Gram route squares the condition number); "
+      "||P^T P - I||_max with factor d";
+  c.analysis =
+      "Uniqueness of the polar factor of a full-rank matrix; (W+eta)^T(W+eta) = I + "
+      "eta^T eta for tangent eta.";
   c.generator_fn = [] { return gen::frame({.scale_lo = -8, .scale_hi = 2}); };
   set_check(c, &check_polar_routes<double>, &check_polar_routes<mp50>,
             {{PolarRoutesMutant::kNonTangentStep, "non-tangent-step",
@@ -48,8 +53,9 @@ Claim s2_polar_routes_agree() {
 Claim s2_query_norm_bound() {
   Claim c = make_claim("s2-query-norm-bound", "§2 (attention logit growth)", "inequality",
                        "||W_Q^T x|| <= ||x|| for W_Q in St(d,r).");
-  c.generator = "x = W a/||a|| + t W_perp z/||z|| with t in [0,1/2] (near col(W), where the bound is tight), "
-                "scaled by 10^[-20,20]; d in [1,24], r in [1,d]";
+  c.generator =
+      "x = W a/||a|| + t W_perp z/||z|| with t in [0,1/2] (near col(W), where the bound is tight), "
+      "scaled by 10^[-20,20]; d in [1,24], r in [1,d]";
   c.residual = "max(0, ||W^T x|| - ||x||) / ||x||; factor d";
   c.analysis = "W W^T is an orthogonal projector.";
   c.generator_fn = [] {
@@ -67,10 +73,6 @@ Claim s2_query_norm_bound() {
 
 }  // namespace
 
-std::vector<Claim> s2_polar_claims() {
-  return {s2_polar_nearest(),
-          s2_polar_routes_agree(),
-          s2_query_norm_bound()};
-}
+std::vector<Claim> s2_polar_claims() { return {s2_polar_nearest(), s2_polar_routes_agree(), s2_query_norm_bound()}; }
 
 }  // namespace stiefel::certificates

@@ -34,15 +34,14 @@ CheckResult check_polar_nearest(const Case& c, PolarNearestMutant mutant) {
     neighbours.push_back(orthonormal_factor<S>(Matrix<S>(cand + S(1e-3) * grad / grad.norm()), c.r));
   for (double s : {1e-2, 1e-4}) {
     const Matrix<S> z = random_tangent<S>(rng, cand);
-    if (z.norm() > S(0))
-      neighbours.push_back(orthonormal_factor<S>(Matrix<S>(cand + S(s) * z / z.norm()), c.r));
+    if (z.norm() > S(0)) neighbours.push_back(orthonormal_factor<S>(Matrix<S>(cand + S(s) * z / z.norm()), c.r));
   }
   CheckResult worst;
   for (const auto& y : neighbours) {
     // ‖M − cand‖² − ‖M − Y‖² = 2⟨M, Y − cand⟩ − (‖Y‖² − ‖cand‖²): positive means Y is nearer.
     const S gain = S(2) * frobenius_inner<S>(m, Matrix<S>(y - cand)) - (y.squaredNorm() - cand.squaredNorm());
-    keep_worst(worst, roundoff_result<S>(gain > S(0) ? gain : S(0),
-                                         S(m.norm() * (y - cand).norm() + S(c.r)), double(c.d)));
+    keep_worst(worst,
+               roundoff_result<S>(gain > S(0) ? gain : S(0), S(m.norm() * (y - cand).norm() + S(c.r)), double(c.d)));
   }
   return worst;
 }
@@ -62,7 +61,7 @@ CheckResult check_polar_routes(const Case& c, PolarRoutesMutant mutant) {
       matrix_identity<S>("polar by SVD = tangent Gram route", by_svd, retract_polar_gram<S>(w, eta), sqrt(S(c.r)), f));
   if (mutant == PolarRoutesMutant::kNone) {
     keep_worst(r, identity_result(matrix_identity<S>("polar by SVD = Gram route", by_svd,
-                                                      polar_gram<S>(Matrix<S>(w + eta)), sqrt(S(c.r)), f)));
+                                                     polar_gram<S>(Matrix<S>(w + eta)), sqrt(S(c.r)), f)));
     keep_worst(r, identity_result(properties::on_stiefel<S>(by_svd, double(c.d))));
   }
   return r;

@@ -47,10 +47,12 @@ template <class S>
 S ky_fan_minimum(const Frames<S>& points, const std::vector<Index>& members, Index r) {
   const Index d = points.front().rows();
   Matrix<S> stacked(d, Index(members.size()) * r);
-  for (std::size_t i = 0; i < members.size(); ++i) stacked.middleCols(Index(i) * r, r) = points[std::size_t(members[i])];
+  for (std::size_t i = 0; i < members.size(); ++i)
+    stacked.middleCols(Index(i) * r, r) = points[std::size_t(members[i])];
   Eigen::JacobiSVD<Matrix<S>> svd(stacked);
   S top = S(0);
-  for (Index i = 0; i < std::min(r, svd.singularValues().size()); ++i) top += svd.singularValues()(i) * svd.singularValues()(i);
+  for (Index i = 0; i < std::min(r, svd.singularValues().size()); ++i)
+    top += svd.singularValues()(i) * svd.singularValues()(i);
   return S(Index(members.size()) * r) - top;
 }
 
@@ -115,9 +117,9 @@ CheckResult check_kmeans_monotone(const Case& c, KMeansMutant mutant) {
           if (assignment[n] == Index(k)) members.push_back(Index(n));
         if (members.empty()) continue;
         centroids[k] = centroid_of<S>(a, members, c.r, mutant == KMeansMutant::kOffByOneEigenvector);
-        keep_worst(r, identity_result(scalar_identity<S>("cluster cost = Ky Fan minimum",
-                                                         ky_fan_minimum<S>(a, members, c.r),
-                                                         chordal_cost<S>(a, members, centroids[k]), n_r, double(c.d))));
+        keep_worst(
+            r, identity_result(scalar_identity<S>("cluster cost = Ky Fan minimum", ky_fan_minimum<S>(a, members, c.r),
+                                                  chordal_cost<S>(a, members, centroids[k]), n_r, double(c.d))));
       }
       for (const bool assign : {false, true}) {
         if (assign) assignment = assign_to_centroids<S>(a, centroids);

@@ -10,14 +10,15 @@ Claim s53_canonical_gradient() {
   Claim c = make_claim("s53-canonical-gradient", "eq. (4), §4.3, §5.3", "identity",
                        "grad^can = G - W G^T W is the Riesz representer of the Euclidean differential "
                        "in the canonical metric: g_c(grad^can, xi) = <G, xi> for every tangent xi.");
-  c.generator = "d in [2,24], r in [2,d] (at r = 1 the two metrics coincide on T_W St), G scaled "
-                "by 10^[-12,12], two random tangent vectors";
+  c.generator =
+      "d in [2,24], r in [2,d] (at r = 1 the two metrics coincide on T_W St), G scaled "
+      "by 10^[-12,12], two random tangent vectors";
   c.residual = "|g_c(grad^can, xi) - <G, xi>| / (||G|| ||xi||); factor d";
   c.analysis = "Edelman, Arias & Smith (1998), (2.53).";
   c.generator_fn = [] { return gen::frame({.min_r = 2}); };
-  set_check(c, &check_canonical_riesz<double>, &check_canonical_riesz<mp50>,
-            {{CanonicalRieszMutant::kEmbeddedGradient, "embedded-gradient",
-              "Pi_W G in place of the canonical gradient"}});
+  set_check(
+      c, &check_canonical_riesz<double>, &check_canonical_riesz<mp50>,
+      {{CanonicalRieszMutant::kEmbeddedGradient, "embedded-gradient", "Pi_W G in place of the canonical gradient"}});
   return c;
 }
 
@@ -29,17 +30,14 @@ Claim s53_canonical_norm_split() {
   c.residual = "| ||xi||_c^2 - ||Pi^h xi||^2 - ||W^T xi||^2/2 | / ||xi||^2; factor d";
   c.analysis = "xi = (I - WW^T) xi + W (W^T xi), orthogonal parts.";
   c.generator_fn = [] { return gen::frame({.min_r = 2}); };
-  set_check(c, &check_canonical_norm_split<double>, &check_canonical_norm_split<mp50>,
-            {{CanonicalNormMutant::kFrobeniusNorm, "frobenius-norm",
-              "the Frobenius norm in place of the canonical one"}});
+  set_check(
+      c, &check_canonical_norm_split<double>, &check_canonical_norm_split<mp50>,
+      {{CanonicalNormMutant::kFrobeniusNorm, "frobenius-norm", "the Frobenius norm in place of the canonical one"}});
   return c;
 }
 
 }  // namespace
 
-std::vector<Claim> s53_canonical_metric_claims() {
-  return {s53_canonical_gradient(),
-          s53_canonical_norm_split()};
-}
+std::vector<Claim> s53_canonical_metric_claims() { return {s53_canonical_gradient(), s53_canonical_norm_split()}; }
 
 }  // namespace stiefel::certificates

@@ -22,8 +22,8 @@ CheckResult check_canonical_riesz(const Case& c, CanonicalRieszMutant mutant) {
   for (int k = 0; k < 2; ++k) {
     const Matrix<S> xi = random_tangent<S>(rng, w);
     keep_worst(worst, identity_result(scalar_identity<S>("g_c(grad^can, xi) = <G, xi>", frobenius_inner<S>(g, xi),
-                                                          canonical_inner<S>(w, grad, xi), S(g.norm() * xi.norm()),
-                                                          double(c.d))));
+                                                         canonical_inner<S>(w, grad, xi), S(g.norm() * xi.norm()),
+                                                         double(c.d))));
   }
   return worst;
 }

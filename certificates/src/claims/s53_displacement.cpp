@@ -11,12 +11,14 @@ Claim s53_jensen_moment_bound() {
   Claim c = make_claim("s53-jensen-moment-bound", "§5.3 after Prop. 3", "inequality",
                        "||m_hat_t||_F <= sqrt(v_hat_t) for every t \"by Jensen's inequality\".");
   c.generator = "gradient sequences as for prop3ii-adam-scale-free, eps = 0 or 10^[-12,-2]";
-  c.residual = "max over steps and heads of (||m_hat_t|| - sqrt(v_hat_t)) / sqrt(v_hat_t), "
-               "positive part; factor d";
+  c.residual =
+      "max over steps and heads of (||m_hat_t|| - sqrt(v_hat_t)) / sqrt(v_hat_t), "
+      "positive part; factor d";
   c.expected = Expected::kRefuted;
-  c.analysis = "m_hat and v_hat average with different weights (beta1 = 0.9 vs beta2 = 0.999), "
-               "so Jensen does not apply: a rise of the gradient after small ones gives "
-               "||m_hat|| > sqrt(v_hat) (sup ratio C_t -> 7.27; C_2 = 1.0013 already).";
+  c.analysis =
+      "m_hat and v_hat average with different weights (beta1 = 0.9 vs beta2 = 0.999), "
+      "so Jensen does not apply: a rise of the gradient after small ones gives "
+      "||m_hat|| > sqrt(v_hat) (sup ratio C_t -> 7.27; C_2 = 1.0013 already).";
   c.generator_fn = [] { return gen::sequence(8); };
   c.cost = 3;
   set_check(c, &check_jensen_moment_bound<double>, &check_jensen_moment_bound<mp50>,
@@ -29,16 +31,18 @@ Claim s53_displacement_bound() {
                        "The per-step relative displacement of a frame is at most min(eta, tau sqrt(r)) "
                        "/ sqrt(r), independent of ||g_t||: ||eta_t||_F <= min(eta_R, tau sqrt(r)).");
   c.generator = "gradient sequences as for prop3ii-adam-scale-free, eps = 0 or 10^[-12,-2]";
-  c.residual = "max over steps and heads of (||eta_t||_F - min(eta_R, tau sqrt r)) / "
-               "min(eta_R, tau sqrt r), positive part; factor d";
+  c.residual =
+      "max over steps and heads of (||eta_t||_F - min(eta_R, tau sqrt r)) / "
+      "min(eta_R, tau sqrt r), positive part; factor d";
   c.expected = Expected::kRefuted;
-  c.analysis = "It rests on the false Jensen step: when eta_R < tau sqrt(r) (warm-up, cosine tail, "
-               "or any small rate) the step reaches eta_R C_t > eta_R.";
+  c.analysis =
+      "It rests on the false Jensen step: when eta_R < tau sqrt(r) (warm-up, cosine tail, "
+      "or any small rate) the step reaches eta_R C_t > eta_R.";
   c.generator_fn = [] { return gen::sequence(8); };
   c.cost = 5;
-  set_check(c, &check_displacement_bound<double>, &check_displacement_bound<mp50>,
-            {{DisplacementBoundMutant::kUncappedStep, "uncapped-step",
-              "the uncapped step, eps = 0, rate 10 tau sqrt(r)"}});
+  set_check(
+      c, &check_displacement_bound<double>, &check_displacement_bound<mp50>,
+      {{DisplacementBoundMutant::kUncappedStep, "uncapped-step", "the uncapped step, eps = 0, rate 10 tau sqrt(r)"}});
   return c;
 }
 
@@ -47,10 +51,12 @@ Claim s53_first_step_equality() {
                        "With eps = 0 the first step has ||eta_1||_F = min(eta_R, tau sqrt(r)) exactly "
                        "(and, under the B2-mean reading of v_h, min(eta_R sqrt(d r), tau sqrt(r))).");
   c.generator = "d in [1,24], r in [1,d], gradient scale 10^[-12,12], eta_R = 10^[-3,1]";
-  c.residual = "| ||eta_1|| - min(eta_R, tau sqrt r) | / min(eta_R, tau sqrt r), and the same for "
-               "B2-mean with min(eta_R sqrt(d r), tau sqrt r); factor d";
-  c.analysis = "m_hat_1 = xi_1 and v_hat_1 = ||xi_1||^2 (||xi_1||^2/(d r) for B2-mean), so the "
-               "quotient is a unit tangent vector (of norm sqrt(d r) for B2-mean).";
+  c.residual =
+      "| ||eta_1|| - min(eta_R, tau sqrt r) | / min(eta_R, tau sqrt r), and the same for "
+      "B2-mean with min(eta_R sqrt(d r), tau sqrt r); factor d";
+  c.analysis =
+      "m_hat_1 = xi_1 and v_hat_1 = ||xi_1||^2 (||xi_1||^2/(d r) for B2-mean), so the "
+      "quotient is a unit tangent vector (of norm sqrt(d r) for B2-mean).";
   c.generator_fn = [] {
     return rc::gen::exec([] {
       Case k;
@@ -59,9 +65,9 @@ Claim s53_first_step_equality() {
       return k;
     });
   };
-  set_check(c, &check_first_step_equality<double>, &check_first_step_equality<mp50>,
-            {{FirstStepMutant::kUncappedEpsAtGradient, "uncapped-eps-at-gradient",
-              "no cap and eps equal to ||xi_1||"}});
+  set_check(
+      c, &check_first_step_equality<double>, &check_first_step_equality<mp50>,
+      {{FirstStepMutant::kUncappedEpsAtGradient, "uncapped-eps-at-gradient", "no cap and eps equal to ||xi_1||"}});
   return c;
 }
 
@@ -71,15 +77,17 @@ Claim s53_displacement_bound_corrected() {
                        "min(eta_R C_t, tau sqrt(r)), with C_t^2 = (1-b1)^2 (1-b2^t) / ((1-b1^t)^2 "
                        "(1-b2)) * sum_{k<t} (b1^2/b2)^k (C_1 = 1, C_t -> 7.27 for b1 = 0.9, b2 = 0.999).");
   c.generator = "gradient sequences as for prop3ii-adam-scale-free, eps = 0 or 10^[-12,-2]";
-  c.residual = "max over steps and heads of the relative excess of ||eta_t|| over its bound and "
-               "of ||m_hat_t|| over C_t sqrt(v_hat_t), positive part; factor d";
-  c.analysis = "||m_t|| <= sum_s (1-b1) b1^(t-s) ||xi_s|| (re-projection does not expand), then "
-               "Cauchy-Schwarz against the b2 weights.";
+  c.residual =
+      "max over steps and heads of the relative excess of ||eta_t|| over its bound and "
+      "of ||m_hat_t|| over C_t sqrt(v_hat_t), positive part; factor d";
+  c.analysis =
+      "||m_t|| <= sum_s (1-b1) b1^(t-s) ||xi_s|| (re-projection does not expand), then "
+      "Cauchy-Schwarz against the b2 weights.";
   c.generator_fn = [] { return gen::sequence(8); };
   c.cost = 5;
-  set_check(c, &check_displacement_corrected<double>, &check_displacement_corrected<mp50>,
-            {{DisplacementBoundMutant::kUncappedStep, "uncapped-step",
-              "the uncapped step, eps = 0, rate 10 tau sqrt(r)"}});
+  set_check(
+      c, &check_displacement_corrected<double>, &check_displacement_corrected<mp50>,
+      {{DisplacementBoundMutant::kUncappedStep, "uncapped-step", "the uncapped step, eps = 0, rate 10 tau sqrt(r)"}});
   c.figures_double = &figures_moment_constant<double>;
   c.figures_mp50 = &figures_moment_constant<mp50>;
   return c;
@@ -89,8 +97,9 @@ Claim s53_corrected_bound_tight() {
   Claim c = make_claim("s53-corrected-bound-tight", "§5.3 (corrected bound is attained)", "identity",
                        "The constant C_t is the tightest possible: one tangent direction with "
                        "magnitudes proportional to (b1/b2)^(T-s) gives ||m_hat_T|| = C_T sqrt(v_hat_T).");
-  c.generator = "d in [2,12] ((d,r) != (1,1)), r in [1,d], T = 10^[0.3,3.5] steps (T >= 2: C_1 = 1 "
-                "is attained by every sequence), frame held fixed (eta_R = 0)";
+  c.generator =
+      "d in [2,12] ((d,r) != (1,1)), r in [1,d], T = 10^[0.3,3.5] steps (T >= 2: C_1 = 1 "
+      "is attained by every sequence), frame held fixed (eta_R = 0)";
   c.residual = "| ||m_hat_T|| / sqrt(v_hat_T) - C_T | / C_T; factor d*T";
   c.analysis = "Equality in Cauchy-Schwarz.";
   c.generator_fn = [] {
@@ -112,11 +121,13 @@ Claim remark5_gradient_proportional() {
   Claim c = make_claim("remark5-gradient-proportional", "Remark 5, §5.3", "inequality",
                        "When ||xi_t||_F << eps the step becomes proportional to the gradient: "
                        "eta_t -> -eta_R Pi(m_hat_t) / eps.");
-  c.generator = "gradient sequences (d in [2,8], T up to 1000, all profiles) with every "
-                "||G_t||_F <= delta eps, delta = 10^[-12,-2], eps = 10^[-8,0], eta_R = 10^[-3,0]";
-  c.residual = "max over steps and heads of ||eta_t - eta_lin|| / ||eta_lin|| - min(delta, "
-               "delta_t), positive part, eta_lin = -eta_R Pi(m_hat_t)/eps, delta_t = max_{s<=t} "
-               "||xi_s||/eps (measured); factor d";
+  c.generator =
+      "gradient sequences (d in [2,8], T up to 1000, all profiles) with every "
+      "||G_t||_F <= delta eps, delta = 10^[-12,-2], eps = 10^[-8,0], eta_R = 10^[-3,0]";
+  c.residual =
+      "max over steps and heads of ||eta_t - eta_lin|| / ||eta_lin|| - min(delta, "
+      "delta_t), positive part, eta_lin = -eta_R Pi(m_hat_t)/eps, delta_t = max_{s<=t} "
+      "||xi_s||/eps (measured); factor d";
   c.analysis = "1/(sqrt(v_hat) + eps) = (1/eps)(1 - x/(1+x)), x = sqrt(v_hat)/eps <= delta.";
   c.generator_fn = [] {
     return rc::gen::exec([] {
@@ -139,12 +150,8 @@ Claim remark5_gradient_proportional() {
 }  // namespace
 
 std::vector<Claim> s53_displacement_claims() {
-  return {s53_jensen_moment_bound(),
-          s53_displacement_bound(),
-          s53_first_step_equality(),
-          s53_displacement_bound_corrected(),
-          s53_corrected_bound_tight(),
-          remark5_gradient_proportional()};
+  return {s53_jensen_moment_bound(),          s53_displacement_bound(),    s53_first_step_equality(),
+          s53_displacement_bound_corrected(), s53_corrected_bound_tight(), remark5_gradient_proportional()};
 }
 
 }  // namespace stiefel::certificates

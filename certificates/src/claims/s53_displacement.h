@@ -21,8 +21,7 @@ S moment_constant(const S& beta1, const S& beta2, long t) {
   const S q = beta1 * beta1 / beta2;
   const S sum = (S(1) - pow(q, S(t))) / (S(1) - q);
   const S b1 = S(1) - pow(beta1, S(t));
-  return sqrt((S(1) - beta1) * (S(1) - beta1) * (S(1) - pow(beta2, S(t))) /
-              (b1 * b1 * (S(1) - beta2)) * sum);
+  return sqrt((S(1) - beta1) * (S(1) - beta1) * (S(1) - pow(beta2, S(t))) / (b1 * b1 * (S(1) - beta2)) * sum);
 }
 
 template <class S>
@@ -72,8 +71,7 @@ CheckResult check_displacement_bound(const Case& c, DisplacementBoundMutant muta
     }
   });
   CheckResult r = roundoff_result<S>(worst, S(1), double(c.d));
-  r.detail = {{"max_relative_excess", to_double(worst)}, {"at_step", worst_t},
-              {"bound_min_lr_cap", to_double(bound)}};
+  r.detail = {{"max_relative_excess", to_double(worst)}, {"at_step", worst_t}, {"bound_min_lr_cap", to_double(bound)}};
   return r;
 }
 
@@ -94,8 +92,8 @@ CheckResult check_first_step_equality(const Case& c, FirstStepMutant mutant) {
   // B2-mean (v_h the mean of ξ∘ξ): v̂_1 = ‖ξ_1‖²/(d r), so ‖η_1‖ = min(η √(d r), τ√r).
   RiemannianAdamHyper<S> hm = b2_mean_hyper<S>(h.lr, h.eps);
   hm.cap_tau = h.cap_tau;
-  const S target_mean = hm.cap_tau ? std::min(S(h.lr * sqrt(S(c.d * c.r))), S(*hm.cap_tau * sqrt(S(c.r))))
-                                   : S(h.lr * sqrt(S(c.d * c.r)));
+  const S target_mean =
+      hm.cap_tau ? std::min(S(h.lr * sqrt(S(c.d * c.r))), S(*hm.cap_tau * sqrt(S(c.r)))) : S(h.lr * sqrt(S(c.d * c.r)));
   const auto dm = riemannian_adam_direction<S>({w}, {g}, make_riemannian_adam_state<S>({w}, hm.moment), hm);
   keep_worst(r, identity_result(scalar_identity<S>("|eta_1| = min(eta sqrt(d r), tau sqrt(r))", target_mean,
                                                    dm.report.step_norm[0], target_mean, double(c.d))));
@@ -120,8 +118,7 @@ CheckResult check_displacement_corrected(const Case& c, DisplacementBoundMutant 
     for (int k = 0; k < c.heads; ++k) {
       worst = std::max(worst, S((dir.report.step_norm[k] - bound) / bound));
       const S vhat = sqrt(dir.state.v[k](0, 0) / b2);
-      if (vhat > S(0))
-        worst = std::max(worst, S((dir.state.m[k].norm() / b1 - ct * vhat) / (ct * vhat)));
+      if (vhat > S(0)) worst = std::max(worst, S((dir.state.m[k].norm() / b1 - ct * vhat) / (ct * vhat)));
     }
   });
   return roundoff_result<S>(worst, S(1), double(c.d));
@@ -164,7 +161,9 @@ CheckResult check_gradient_proportional(const Case& c, GradientProportionalMutan
   double peak = 0;
   for (int t = 0; t < c.steps; ++t) peak = std::max(peak, profile_magnitude(c.profile, t, c.steps));
   seq.log10_scale = c.log10_eps + c.x - std::log10(10.0 * std::sqrt(double(c.d * c.r)) * peak);
-  const double extra = mutant == GradientProportionalMutant::kGradientsAboveEps ? 1e2 / delta * 10.0 * std::sqrt(double(c.d * c.r)) : 1.0;
+  const double extra = mutant == GradientProportionalMutant::kGradientsAboveEps
+                           ? 1e2 / delta * 10.0 * std::sqrt(double(c.d * c.r))
+                           : 1.0;
   S worst(0), worst_dev(0), max_ratio(0);
   run_adam<S>(seq, h, extra, [&](int, const Frames<S>& w, const RiemannianAdamDirection<S>& dir) {
     const long t = dir.state.step;
@@ -182,7 +181,8 @@ CheckResult check_gradient_proportional(const Case& c, GradientProportionalMutan
     }
   });
   CheckResult r = roundoff_result<S>(worst, S(1), double(c.d));
-  r.detail = {{"max_relative_deviation", to_double(worst_dev)}, {"delta", delta},
+  r.detail = {{"max_relative_deviation", to_double(worst_dev)},
+              {"delta", delta},
               {"max_tangent_norm_over_eps", to_double(max_ratio)}};
   return r;
 }
@@ -199,10 +199,12 @@ nlohmann::json figures_moment_constant() {
   return {{"beta1", 0.9}, {"beta2", 0.999}, {"C_t", rows}, {"limit", to_double(limit)}};
 }
 
+// clang-format off
 #define STIEFEL_S53_DISPLACEMENT_CHECKS(X)                                                       \
   X(jensen_moment_bound, JensenMutant) X(displacement_bound, DisplacementBoundMutant)            \
   X(first_step_equality, FirstStepMutant) X(displacement_corrected, DisplacementBoundMutant)     \
   X(corrected_bound_tight, TightBoundMutant) X(gradient_proportional, GradientProportionalMutant)
+// clang-format on
 #define STIEFEL_S53_DISPLACEMENT_FIGURES(F) F(moment_constant)
 STIEFEL_S53_DISPLACEMENT_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_S53_DISPLACEMENT_FIGURES(STIEFEL_EXTERN_FIGURES)

@@ -18,7 +18,7 @@ struct Identity {
   Matrix<Scalar> expected, actual;  // 1×1 for an identity between scalars
   Scalar residual = Scalar(0);      // ‖actual − expected‖_F (|actual − expected| between scalars)
   Scalar normaliser = Scalar(1);
-  double factor = 1;                // the stated dimension factor
+  double factor = 1;  // the stated dimension factor
 
   Matrix<Scalar> difference() const { return actual - expected; }
   double ratio() const { return residual_ratio<Scalar>(residual, normaliser, factor); }
@@ -39,17 +39,23 @@ template <class Scalar>
 Identity<Scalar> scalar_identity(const char* statement, const Scalar& expected, const Scalar& actual,
                                  const Scalar& normaliser, double factor) {
   using std::abs;
-  Identity<Scalar> id{statement, Matrix<Scalar>::Constant(1, 1, expected),
-                      Matrix<Scalar>::Constant(1, 1, actual), Scalar(0), normaliser, factor};
+  Identity<Scalar> id{statement,
+                      Matrix<Scalar>::Constant(1, 1, expected),
+                      Matrix<Scalar>::Constant(1, 1, actual),
+                      Scalar(0),
+                      normaliser,
+                      factor};
   id.residual = abs(Scalar(actual - expected));
   return id;
 }
 
 template <class Scalar>
 std::ostream& operator<<(std::ostream& os, const Identity<Scalar>& id) {
-  return os << id.statement << ": ratio " << id.ratio() << " (residual " << to_double(id.residual)
-            << ", normaliser " << to_double(id.normaliser) << ", factor " << id.factor << ")"
-            << "\nexpected:\n" << id.expected << "\nactual:\n" << id.actual << "\ndifference:\n"
+  return os << id.statement << ": ratio " << id.ratio() << " (residual " << to_double(id.residual) << ", normaliser "
+            << to_double(id.normaliser) << ", factor " << id.factor << ")"
+            << "\nexpected:\n"
+            << id.expected << "\nactual:\n"
+            << id.actual << "\ndifference:\n"
             << id.difference();
 }
 

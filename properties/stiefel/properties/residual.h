@@ -11,8 +11,7 @@ inline constexpr double kRatioThreshold = 30.0;
 
 template <class Scalar>
 double residual_ratio(const Scalar& residual, const Scalar& normaliser, double factor) {
-  const Scalar floor = unit_roundoff<Scalar>() * Scalar(factor) *
-                       (normaliser > Scalar(0) ? normaliser : Scalar(1));
+  const Scalar floor = unit_roundoff<Scalar>() * Scalar(factor) * (normaliser > Scalar(0) ? normaliser : Scalar(1));
   return to_double(Scalar(residual / floor));
 }
 
@@ -22,7 +21,10 @@ inline double log_log_slope(const std::vector<double>& h, const std::vector<doub
   const double n = static_cast<double>(h.size());
   for (std::size_t i = 0; i < h.size(); ++i) {
     const double x = std::log(h[i]), y = std::log(e[i]);
-    sx += x; sy += y; sxx += x * x; sxy += x * y;
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
   }
   return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }

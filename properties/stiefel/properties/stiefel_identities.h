@@ -36,8 +36,8 @@ template <class Scalar, class Projector>
 Identity<Scalar> projector_annihilates(const Projector& p, const Matrix<Scalar>& x, const Scalar& normaliser,
                                        double factor) {
   const Matrix<Scalar> px = p(x);
-  return matrix_identity<Scalar>("P X = 0 on the kernel", Matrix<Scalar>::Zero(px.rows(), px.cols()), px,
-                                 normaliser, factor);
+  return matrix_identity<Scalar>("P X = 0 on the kernel", Matrix<Scalar>::Zero(px.rows(), px.cols()), px, normaliser,
+                                 factor);
 }
 
 // P X = X for X in the range of P, normalised by ‖X‖.
@@ -48,17 +48,17 @@ Identity<Scalar> projector_fixes(const Projector& p, const Matrix<Scalar>& x, do
 
 // sym(WᵀX) = 0: X lies in T_W St.
 template <class Scalar>
-Identity<Scalar> tangent_at(const Matrix<Scalar>& w, const Matrix<Scalar>& x, const Scalar& normaliser,
-                            double factor) {
-  return matrix_identity<Scalar>("sym(W^T X) = 0", Matrix<Scalar>::Zero(w.cols(), w.cols()),
-                                 sym(w.transpose() * x), normaliser, factor);
+Identity<Scalar> tangent_at(const Matrix<Scalar>& w, const Matrix<Scalar>& x, const Scalar& normaliser, double factor) {
+  return matrix_identity<Scalar>("sym(W^T X) = 0", Matrix<Scalar>::Zero(w.cols(), w.cols()), sym(w.transpose() * x),
+                                 normaliser, factor);
 }
 
 // WᵀW = I, residual max|WᵀW − I| (the isometry error the paper reports, §4.1), normaliser 1.
 template <class Scalar>
 Identity<Scalar> on_stiefel(const Matrix<Scalar>& w, double factor) {
-  Identity<Scalar> id{"W^T W = I", Matrix<Scalar>::Identity(w.cols(), w.cols()), w.transpose() * w,
-                      isometry_error(w), Scalar(1), factor};
+  Identity<Scalar> id{"W^T W = I",       Matrix<Scalar>::Identity(w.cols(), w.cols()),
+                      w.transpose() * w, isometry_error(w),
+                      Scalar(1),         factor};
   return id;
 }
 

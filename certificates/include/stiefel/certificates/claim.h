@@ -19,14 +19,14 @@ namespace stiefel::certificates {
 // so both precisions see the same inputs. Fields a claim does not use stay at their defaults.
 struct Case {
   int d = 2, r = 1, heads = 1, tokens = 4, steps = 1;
-  int profile = 0;           // gradient magnitude profile over the steps (see profile_name)
-  double log10_scale = 0;    // base magnitude of the gradients / inputs
-  double log10_c = 0;        // scale factor c of invariance claims
-  double log10_lr = 0;       // step size η
-  double log10_eps = -8;     // Adam ε (−inf encoded as eps_zero)
+  int profile = 0;         // gradient magnitude profile over the steps (see profile_name)
+  double log10_scale = 0;  // base magnitude of the gradients / inputs
+  double log10_c = 0;      // scale factor c of invariance claims
+  double log10_lr = 0;     // step size η
+  double log10_eps = -8;   // Adam ε (−inf encoded as eps_zero)
   bool eps_zero = false;
-  double x = 0;              // claim-specific real parameter (ηλ, τ, δ, …)
-  double corr = 0;           // weight of a persistent direction in gradient sequences, in [0, 1]
+  double x = 0;     // claim-specific real parameter (ηλ, τ, δ, …)
+  double corr = 0;  // weight of a persistent direction in gradient sequences, in [0, 1]
   std::uint64_t seed = 0;
 };
 
@@ -55,24 +55,24 @@ using FiguresFn = nlohmann::json (*)();
 enum class Expected { kCertified, kRefuted };
 
 struct Control {
-  std::string id;           // the mutant's name in the certificate
+  std::string id;  // the mutant's name in the certificate
   std::string description;
-  Check check;              // the claim's check, run with this mutant
+  Check check;  // the claim's check, run with this mutant
 };
 
 struct Claim {
   std::string id;
-  std::string source;     // where the paper states it
-  std::string statement;  // what the paper asserts, in its terms
-  std::string kind;       // identity, inequality, equivariance, invariance, statistical, order
-  std::string generator;  // what the cases range over
-  std::string residual;   // how the residual and its normaliser are defined
-  std::string factor;     // the stated dimension factor and the tolerance's meaning
-  double tolerance = 30;  // pass iff ratio ≤ tolerance
+  std::string source;          // where the paper states it
+  std::string statement;       // what the paper asserts, in its terms
+  std::string kind;            // identity, inequality, equivariance, invariance, statistical, order
+  std::string generator;       // what the cases range over
+  std::string residual;        // how the residual and its normaliser are defined
+  std::string factor;          // the stated dimension factor and the tolerance's meaning
+  double tolerance = 30;       // pass iff ratio ≤ tolerance
   double control_margin = 10;  // a control is killed iff ratio ≥ margin · tolerance on every case
   Expected expected = Expected::kCertified;
-  std::string analysis;   // one line: why we expect what we expect
-  bool randomised = true; // false: one deterministic case
+  std::string analysis;    // one line: why we expect what we expect
+  bool randomised = true;  // false: one deterministic case
   int cost = 1;            // relative run time: the runner starts the costly claims first
   rc::Gen<Case> (*generator_fn)() = nullptr;
   Check check;

@@ -13,14 +13,14 @@ enum class Precision { kDouble, kMp50, kBoth };
 
 struct RunOptions {
   std::uint64_t seed = 20260916;
-  int cases = 200;              // per randomised claim
-  std::string claims = ".*";    // ECMAScript regex on claim ids (search)
+  int cases = 200;            // per randomised claim
+  std::string claims = ".*";  // ECMAScript regex on claim ids (search)
   Precision precision = Precision::kBoth;
-  int jobs = 0;                 // 0: one per hardware thread
+  int jobs = 0;  // 0: one per hardware thread
   // "CLAIM_ID:CONTROL_ID": run that control in place of the claim's own check (the test that
   // every control, swapped into the real pipeline, makes the certificate fail).
   std::optional<std::string> swap_control;
-  std::string command_line;     // recorded in the certificate
+  std::string command_line;  // recorded in the certificate
 };
 
 struct RunResult {

@@ -18,10 +18,10 @@ struct ExperimentError : std::runtime_error {
 };
 
 struct RunSpec {
-  std::string id;                  // "main/b2/seed-3"
+  std::string id;  // "main/b2/seed-3"
   std::string group, arm;
   std::uint64_t seed = 0;
-  nlohmann::json train;            // `stiefel train` options: {"task": "image", "n": 10000, ...}
+  nlohmann::json train;  // `stiefel train` options: {"task": "image", "n": 10000, ...}
 };
 
 struct ResolvedExperiment {
@@ -30,7 +30,7 @@ struct ResolvedExperiment {
   nlohmann::json profile_spec;        // definition["profiles"][profile] (may be empty)
   std::vector<std::string> groups, arms;
   std::vector<std::uint64_t> seeds;
-  std::vector<RunSpec> runs;          // group-major, then arm, then seed
+  std::vector<RunSpec> runs;  // group-major, then arm, then seed
 };
 
 // Reads and checks a definition file; throws ExperimentError naming the file and field.

@@ -43,6 +43,6 @@ struct PairedComparison {
 // arm[i] and baseline[i] share seed i. Throws std::invalid_argument on a length mismatch or n < 2.
 // With no spread in the differences the t-test is skipped (t = 0, df = 0, p = 1).
 PairedComparison compare_paired(const std::vector<double>& arm, const std::vector<double>& baseline,
-                                 int resamples = 20000, std::uint64_t seed = 0);
+                                int resamples = 20000, std::uint64_t seed = 0);
 
 }  // namespace stiefel::reports

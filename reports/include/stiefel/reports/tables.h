@@ -16,7 +16,7 @@ namespace stiefel::reports {
 struct GrokMetrics {
   std::optional<std::int64_t> memorized, grokked, sustained;  // first epochs: train ≥ 0.99; test ≥ 0.95; 3 windows
   double end_acc = 0, tail_mean = 0;                          // tail: records in the last quarter of the epochs
-  double min_train_after_memorized = 1;                        // the slingshot's depth
+  double min_train_after_memorized = 1;                       // the slingshot's depth
 };
 
 // Throws ExperimentError("PATH: FIELD: what was expected") unless RUN has every field the tables read,

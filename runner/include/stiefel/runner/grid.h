@@ -15,9 +15,9 @@ namespace stiefel::runner {
 
 // What the command line asks for (`stiefel experiment NAME --profile P --out DIR ...`).
 struct GridRequest {
-  std::string name;         // experiments/NAME.json, or a definition file (*.json)
+  std::string name;  // experiments/NAME.json, or a definition file (*.json)
   std::string profile = "cpu";
-  std::string data;         // image data: cifar10:DIR | fashion-mnist[:DIR]; empty: the default
+  std::string data;  // image data: cifar10:DIR | fashion-mnist[:DIR]; empty: the default
   std::string device = "cpu";
   std::string out;          // the results folder
   std::string definitions;  // the folder of definitions NAME is looked up in
@@ -25,9 +25,9 @@ struct GridRequest {
 
 struct Grid {
   GridRequest request;
-  std::string source;                 // the definition file read
+  std::string source;  // the definition file read
   reports::ResolvedExperiment experiment;
-  std::vector<reports::RunSpec> runs; // the whole grid, --data and --device applied
+  std::vector<reports::RunSpec> runs;  // the whole grid, --data and --device applied
   std::filesystem::path out;
 
   std::filesystem::path run_dir(std::size_t k) const { return out / "runs" / runs[k].id; }

@@ -14,9 +14,9 @@
 namespace stiefel::runner {
 
 struct LocalOptions {
-  int jobs = 1;                                // runs at a time (each one LibTorch thread)
-  std::string executable = "/proc/self/exe";   // the `stiefel` that trains
-  std::string shard;                           // "i/N" when the indices are a shard (progress lines)
+  int jobs = 1;                               // runs at a time (each one LibTorch thread)
+  std::string executable = "/proc/self/exe";  // the `stiefel` that trains
+  std::string shard;                          // "i/N" when the indices are a shard (progress lines)
 };
 
 // Runs the grid's runs with the given indices (a shard, or all). Returns 0 when every run finished

@@ -37,12 +37,12 @@ struct SlurmOptions {
 std::map<std::size_t, std::string> queued_runs(const Grid& grid, const SlurmOptions& options);
 
 struct SlurmPlan {
-  std::size_t submission = 1;       // S: this is the S-th submission of the folder
-  std::size_t task_count = 0;       // N of --shard i/N
-  std::vector<std::size_t> tasks;   // the array indices to submit
-  std::vector<std::size_t> held;    // tasks left out: a run of theirs is queued in an earlier
-                                    // submission or running now
-  std::string array_spec;           // sbatch --array, e.g. "0-3,7,9-11%4"
+  std::size_t submission = 1;      // S: this is the S-th submission of the folder
+  std::size_t task_count = 0;      // N of --shard i/N
+  std::vector<std::size_t> tasks;  // the array indices to submit
+  std::vector<std::size_t> held;   // tasks left out: a run of theirs is queued in an earlier
+                                   // submission or running now
+  std::string array_spec;          // sbatch --array, e.g. "0-3,7,9-11%4"
   std::string array_script, report_script;
   std::filesystem::path array_path, report_path, log_folder, binary;
 };

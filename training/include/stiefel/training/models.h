@@ -37,7 +37,7 @@ struct ModelSpec {
   std::string task = "image";  // image | grok
   std::int64_t input_dim = 128, tokens = 16, classes = 10;
   std::int64_t d = 128, heads = 8, r = 16, layers = 2;
-  std::string pooling = "mean";     // mean | cls
+  std::string pooling = "mean";        // mean | cls
   std::string positional = "learned";  // learned | none
 };
 

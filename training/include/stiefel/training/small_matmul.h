@@ -2,8 +2,8 @@
 // image model (8 heads × 256 images of 16×16 products per call). LibTorch's CPU bmm runs one BLAS
 // call per matrix through per-batch tensor views, which costs more than the arithmetic at this
 // size; this kernel loops over the batch directly. Differentiable (its backward is two more calls
-// of the kernel; second derivatives are not supported). Inputs [N, rows, cols], float or double, on the CPU; anything else (CUDA, other
-// dtypes) falls back to torch::matmul. Every element is a sum in a fixed order with no FMA
+// of the kernel; second derivatives are not supported). Inputs [N, rows, cols], float or double, on the CPU; anything
+// else (CUDA, other dtypes) falls back to torch::matmul. Every element is a sum in a fixed order with no FMA
 // contraction, so the result does not depend on which vector width the CPU offers.
 #pragma once
 

@@ -13,35 +13,35 @@
 namespace stiefel::training {
 
 struct TrainConfig {
-  std::string task = "image";          // image | grok
-  std::string arm = "b2";              // one of stiefel::arms::names()
+  std::string task = "image";  // image | grok
+  std::string arm = "b2";      // one of stiefel::arms::names()
   std::uint64_t seed = 0;
-  std::string data;                    // cifar10:DIR | fashion-mnist[:DIR]; empty: the task default
-  std::int64_t n = 10000;              // image: the first n training images
+  std::string data;        // cifar10:DIR | fashion-mnist[:DIR]; empty: the task default
+  std::int64_t n = 10000;  // image: the first n training images
   std::int64_t epochs = 40;
-  std::string device = "cpu";          // cpu | cuda
+  std::string device = "cpu";  // cpu | cuda
   std::string out;
   bool resume = false;
   std::int64_t batch = 256;
-  double adam_lr = -1, weight_decay = -1;  // −1: the task default (image 1e-3, 0.05; grok 1e-3, 1.0)
+  double adam_lr = -1, weight_decay = -1;        // −1: the task default (image 1e-3, 0.05; grok 1e-3, 1.0)
   double riemann_lr = 1.0, eps = -1, tau = 0.1;  // eps −1: image 1e-8, grok 1e-3
   double sgd_lr = 0.02, elementwise_lr = -1, soft_lambda = 0.1;  // elementwise −1: the AdamW rate
-  double codebook_beta = 0.1;          // C2: the codebook prior's weight β
-  std::int64_t codebook_k = 32;        // C2, C2-nb: the codebook's size K
-  std::int64_t warmup_epochs = 5;      // image schedule: linear warm-up, then cosine to zero
-  bool power_stabilisation = false;    // grok: β2 = 0.98 and a 10-step warm-up
-  std::int64_t test_n = 0;             // image: evaluate on the first test_n test images (0: all)
-  std::int64_t val_n = 0;              // image: validation split, training images [n, n + val_n)
-  double init_scale = 1.0;             // §4.4 H3: the circuit's rank ≥ 2 weights start at this × default
+  double codebook_beta = 0.1;                                    // C2: the codebook prior's weight β
+  std::int64_t codebook_k = 32;                                  // C2, C2-nb: the codebook's size K
+  std::int64_t warmup_epochs = 5;                                // image schedule: linear warm-up, then cosine to zero
+  bool power_stabilisation = false;                              // grok: β2 = 0.98 and a 10-step warm-up
+  std::int64_t test_n = 0;  // image: evaluate on the first test_n test images (0: all)
+  std::int64_t val_n = 0;   // image: validation split, training images [n, n + val_n)
+  double init_scale = 1.0;  // §4.4 H3: the circuit's rank ≥ 2 weights start at this × default
   std::int64_t layers = 2;
   std::string pooling = "mean", positional = "learned";
   std::int64_t pca_samples = 100000;
   std::int64_t threads = 1;
-  std::string compute = "pinned";      // pinned: one BLAS thread, glibc keeps freed memory (results
-                                       // independent of the environment); environment: as before
-  std::int64_t eval_every = 0;         // 0: every epoch (image), every 100 epochs (grok)
+  std::string compute = "pinned";  // pinned: one BLAS thread, glibc keeps freed memory (results
+                                   // independent of the environment); environment: as before
+  std::int64_t eval_every = 0;     // 0: every epoch (image), every 100 epochs (grok)
   bool quiet = false;
-  bool overwrite = false;              // replace a run already in `out` (otherwise refused)
+  bool overwrite = false;  // replace a run already in `out` (otherwise refused)
 };
 
 // The settings that define a run (everything but out, resume, quiet, overwrite), as given: stored in
