@@ -89,20 +89,19 @@ bool names_an_arm(const std::vector<json>& arms, const json& id) {
 // A profile other than paper and smoke either reduces the paper's budget ("reductions") or runs
 // the paper's budget under another reading of an ambiguous protocol ("reading", naming in
 // "reading_settings" the settings that reading changes).
+// (The schema has checked the fields' types.)
 void check_reductions_or_reading(const std::string& p, const json& spec, const std::string& path) {
-  const bool reading = spec.contains("reading");
-  if (reading) {
-    if (!spec["reading"].is_string() || spec["reading"].get<std::string>().empty())
-      fail(path, "profiles." + p + ".reading must say which reading of the paper the profile runs");
-    if (!spec.contains("reading_settings") || !spec["reading_settings"].is_array() || spec["reading_settings"].empty())
-      fail(path, "profiles." + p + ": a reading names the settings it changes in \"reading_settings\"");
+  const std::string where = "profiles." + p;
+  if (spec.contains("reading")) {
+    if (!spec.contains("reading_settings"))
+      fail(path, where + ": a reading names the settings it changes in \"reading_settings\"");
     for (const auto& k : spec["reading_settings"])
-      if (!k.is_string() || !train_keys().count(k.get<std::string>()))
-        fail(path, "profiles." + p + ".reading_settings: " + k.dump() + " is not a `stiefel train` option");
-    if (spec.contains("reductions")) fail(path, "profiles." + p + ": a reading profile reduces nothing");
+      if (!train_keys().count(k.get<std::string>()))
+        fail(path, where + ".reading_settings: " + k.dump() + " is not a `stiefel train` option");
+    if (spec.contains("reductions")) fail(path, where + ": a reading profile reduces nothing");
+  } else if (p != "paper" && p != "smoke" && !spec.contains("reductions")) {
+    fail(path, where + ": say what is reduced in \"reductions\" (or name a \"reading\")");
   }
-  if (p != "paper" && p != "smoke" && !reading && (!spec.contains("reductions") || !spec["reductions"].is_string()))
-    fail(path, "profiles." + p + ": say what is reduced in \"reductions\" (or name a \"reading\")");
 }
 
 void check_profile(const std::string& p, const json& spec, const std::vector<json>& arms, const std::string& path) {
