@@ -500,28 +500,31 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   std::string reproduce = "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
                           std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " + precision_name;
   if (opt.swap_control) reproduce += " --swap-control " + *opt.swap_control;
-  result.certificate = {{"schema_version", kSchemaVersion},
-                        {"generator", generator_json()},
-                        {"build", build_json()},
-                        {"platform", platform_json()},
-                        {"run",
-                         {{"seed", opt.seed},
-                          {"cases", opt.cases},
-                          {"claims", opt.claims},
-                          {"precision", precision_name},
-                          {"jobs", jobs},
-                          {"started_utc", started},
-                          {"wall_seconds", wall},
-                          {"command_line", opt.command_line},
-                          {"reproduce", reproduce},
-                          {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr}}},
-                        {"precision",
-                         {{"working_type", "double (IEEE 754 binary64)"},
-                          {"unit_roundoff", to_double(unit_roundoff<double>())},
-                          {"reference_type", "boost::multiprecision::number<cpp_bin_float<50>, et_off>"},
-                          {"reference_unit_roundoff", to_double(unit_roundoff<mp50>())}}},
-                        {"claims", claims},
-                        {"summary", summary}};
+  result.certificate = {
+      {"schema_version", kSchemaVersion},
+      {"generator", generator_json()},
+      {"build", build_json()},
+      {"platform", platform_json()},
+      {"run",
+       {{"seed", opt.seed},
+        {"cases", opt.cases},
+        {"claims", opt.claims},
+        {"precision", precision_name},
+        {"jobs", jobs},
+        {"started_utc", started},
+        {"wall_seconds", wall},
+        {"command_line", opt.command_line},
+        {"reproduce", reproduce},
+        {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr}}},
+      {"precision",
+       {{"working_type", "double (IEEE 754 binary64)"},
+        {"unit_roundoff", to_double(unit_roundoff<double>())},
+        {"reference_type",
+         "boost::multiprecision::number<mpfr_float_backend<50, allocate_stack>, et_off> (MPFR " MPFR_VERSION_STRING
+         ")"},
+        {"reference_unit_roundoff", to_double(unit_roundoff<mp50>())}}},
+      {"claims", claims},
+      {"summary", summary}};
   log << "wall " << std::fixed << std::setprecision(1) << wall << " s\n";
   log.unsetf(std::ios::fixed);
   return result;
