@@ -39,12 +39,12 @@ inline rc::Gen<Case> frame(FrameOptions o) {
 
 // Attention problems: n tokens, H heads, token scale 10^[−1, max_log10_scale]; the default 1
 // reaches logits of a few hundred, a saturated softmax.
-inline rc::Gen<Case> attention(int min_r, double max_log10_scale = 1.0) {
-  return rc::gen::exec([min_r, max_log10_scale] {
+inline rc::Gen<Case> attention(int min_r, double max_log10_scale = 1.0, int min_tokens = 2, int min_d = 1) {
+  return rc::gen::exec([=] {
     Case c;
-    c.tokens = *rc::gen::inRange(2, 8);
+    c.tokens = *rc::gen::inRange(min_tokens, 8);
     c.heads = *rc::gen::inRange(1, 4);
-    c.d = *rc::gen::inRange(std::max(min_r, 1), 13);
+    c.d = *rc::gen::inRange(std::max({min_r, min_d, 1}), 13);
     c.r = *rc::gen::inRange(min_r, c.d + 1);
     c.log10_scale = real(-1.0, max_log10_scale, int(std::lround(10 * (max_log10_scale + 1))));
     c.seed = *rc::gen::arbitrary<std::uint64_t>();

@@ -14,6 +14,7 @@ const std::vector<Claim>& registry() {
                              &prop8_decay_claims, &s2_polar_claims, &orders_claims, &s53_canonical_metric_claims,
                              &implemented_update_claims, &s33_codebook_claims})
       for (Claim& c : group()) all.push_back(std::move(c));
+    for (Claim& c : paper_size_claims(all)) all.push_back(std::move(c));
     return all;
   }();
   return claims;

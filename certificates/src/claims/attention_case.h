@@ -27,6 +27,20 @@ S attention_error_scale(const AttentionProblem<S>& p, const Matrix<S>& wq, const
   return scale * xq.norm() * bound.norm() * xk.norm();
 }
 
+// Head h's key gradient as an implementation that forgets dS's transpose computes it,
+// s Xᵀ dS X W_Q in place of s Xᵀ dSᵀ X W_Q (the forward pass and dS as in core).
+template <class S>
+Matrix<S> key_gradient_ds_untransposed(const AttentionProblem<S>& p, const Matrix<S>& wq, const Matrix<S>& wk,
+                                       std::size_t h) {
+  const S scale = S(1) / sqrt(S(wq.cols()));
+  const Matrix<S> xq = p.x * wq, xk = p.x * wk;
+  const Matrix<S> prob = softmax_rows<S>(scale * xq * xk.transpose());
+  const Matrix<S> dp = p.readout[h] * (p.x * p.value[h]).transpose();
+  const Vector<S> row_dot = (prob.array() * dp.array()).rowwise().sum();
+  const Matrix<S> ds = (prob.array() * (dp.colwise() - row_dot).array()).matrix();
+  return scale * p.x.transpose() * (ds * xq);
+}
+
 // The case's problem (token scale 10^log10_scale, r_v = 3) and frames; W_K = W_Q when tied.
 template <class S>
 AttentionCase<S> make_attention_case(const Case& c, bool tied = false) {

@@ -13,7 +13,9 @@ Claim prop1_joint_gauge() {
                        "W_Q,h W_K,h^T, the joint O(r) gauge component skew(W_Q^T G_Q + W_K^T G_K) of "
                        "the gradient is zero.");
   c.generator =
-      "attention problems: n in [2,7] tokens, d in [2,12], r in [2,d], H in [1,3], token "
+      "attention problems: n in [2,7] tokens, d in [3,12] (at d = 2, X^T (dS - dS^T) X is a multiple "
+      "of the rotation generator J, and W_Q^T J W_K is symmetric when one frame is a reflection: the "
+      "control's bug is then invisible), r in [2,d], H in [1,3], token "
       "scale 10^[-1,0.5] (a saturated softmax cancels the per-frame control's statistic below "
       "rounding; prop1-gl-gauge and the gradient claims run up to 10^1); r >= 2 "
       "because O(1) is discrete and the statement is empty "
@@ -29,11 +31,12 @@ Claim prop1_joint_gauge() {
       "shape: this certifies the gradient code's algebra; the loss's invariance and the "
       "gradient itself are certified independently by prop1-loss-invariance and "
       "attention-gradient-exact.";
-  c.generator_fn = [] { return gen::attention(2, 0.5); };
+  c.generator_fn = [] { return gen::attention(2, 0.5, 2, 3); };
   set_check(c, &check_joint_gauge<double>, &check_joint_gauge<mp50>,
-            {{JointGaugeMutant::kRandomTensorPair, "random-tensor-pair",
-              "Gaussian tensors of the same norms in place of the gradient (the paper's control, "
-              "statistic ~0.35)"},
+            {{JointGaugeMutant::kDsUntransposed, "ds-untransposed",
+              "dS untransposed in the key gradient, G_K = s X^T dS X W_Q (a one-character bug of the "
+              "backward pass; the paper's control, Gaussian tensors in place of the gradient, fails "
+              "by ten orders of magnitude more)"},
              {JointGaugeMutant::kPerFrameAction, "per-frame-action",
               "the per-frame statistic skew(W_Q^T G_Q) alone in place of the joint one"}});
   return c;
@@ -43,7 +46,9 @@ Claim prop1_gl_gauge() {
   Claim c = make_claim("prop1-gl-gauge", "Prop. 1, §5.1 (extension)", "identity",
                        "The loss is invariant under the larger group (W_Q A, W_K A^-T), A in GL(r), "
                        "so W_Q^T G_Q = G_K^T W_K for every head; Prop. 1 is its skew part.");
-  c.generator = "attention problems as for prop1-joint-gauge, r in [1,d]";
+  c.generator =
+      "attention problems as for prop1-joint-gauge, n in [2,7], d in [2,12] (at d = 1 the control's "
+      "x^T (dS - dS^T) x vanishes), r in [1,d], token scale up to 10^1";
   c.residual =
       "sqrt(sum_h ||W_Q,h^T G_Q,h - G_K,h^T W_K,h||_F^2), normalised as for "
       "prop1-joint-gauge; factor n*d";
@@ -51,10 +56,10 @@ Claim prop1_gl_gauge() {
       "Differentiate L(W_Q(I + tA), W_K(I - tA^T)) at t = 0 for every A; exact. As for "
       "prop1-joint-gauge, it holds by the backward formula's shape; prop1-loss-invariance "
       "and attention-gradient-exact are the independent checks.";
-  c.generator_fn = [] { return gen::attention(1); };
+  c.generator_fn = [] { return gen::attention(1, 1.0, 2, 2); };
   set_check(c, &check_gl_gauge<double>, &check_gl_gauge<mp50>,
-            {{GlGaugeMutant::kRandomTensorPair, "random-tensor-pair",
-              "Gaussian tensors of the same norms in place of the gradient"}});
+            {{GlGaugeMutant::kDsUntransposed, "ds-untransposed",
+              "dS untransposed in the key gradient, G_K = s X^T dS X W_Q"}});
   return c;
 }
 

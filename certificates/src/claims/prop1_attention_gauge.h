@@ -11,32 +11,25 @@
 
 namespace stiefel::certificates {
 
-enum class JointGaugeMutant { kNone, kRandomTensorPair, kPerFrameAction };
-enum class GlGaugeMutant { kNone, kRandomTensorPair };
+enum class JointGaugeMutant { kNone, kDsUntransposed, kPerFrameAction };
+enum class GlGaugeMutant { kNone, kDsUntransposed };
 enum class LossInvarianceMutant { kNone, kInverseNotTransposed, kRotationOffGroup };
 enum class GradientExactMutant { kNone, kGradientError };
 enum class PerFrameGaugeMutant { kNone, kTiedLoss };
 enum class RandomTangentFractionMutant { kNone, kHorizontalVectors };
 
-// Replaces the gradients by Gaussian tensors of the same norms (the paper's control).
+// The key gradients with dS untransposed (the near-miss bug of G_K's backward formula).
 template <class S>
-void randomise_gradients(const Case& c, AttentionCase<S>& a) {
-  Rng rng(c.seed ^ 0x9e3779b97f4a7c15ULL);
-  for (int h = 0; h < c.heads; ++h) {
-    // Independent Gaussian entries at the scale of the terms the gradient sums (its rounding-error
-    // scale divided by ‖W‖ = √r), so that the pair is not itself at the level of rounding.
-    const S scale =
-        attention_error_scale(a.problem, a.wq[h], a.wk[h], std::size_t(h)) / (sqrt(S(c.r)) * sqrt(S(c.d * c.r)));
-    a.grad.grad_q[h] = gaussian_matrix<S>(rng, c.d, c.r) * scale;
-    a.grad.grad_k[h] = gaussian_matrix<S>(rng, c.d, c.r) * scale;
-  }
+void untranspose_key_gradients(AttentionCase<S>& a) {
+  for (std::size_t h = 0; h < a.wq.size(); ++h)
+    a.grad.grad_k[h] = key_gradient_ds_untransposed(a.problem, a.wq[h], a.wk[h], h);
 }
 
 // ratio = ‖skew(W_QᵀG_Q + W_KᵀG_K)‖ over the heads / (u · n·d · Σ_h gradient rounding scale).
 template <class S>
 CheckResult check_joint_gauge(const Case& c, JointGaugeMutant mutant) {
   auto a = make_attention_case<S>(c);
-  if (mutant == JointGaugeMutant::kRandomTensorPair) randomise_gradients(c, a);
+  if (mutant == JointGaugeMutant::kDsUntransposed) untranspose_key_gradients(a);
   S res2(0), norm(0), stat_den(0);
   for (int h = 0; h < c.heads; ++h) {
     const Matrix<S>& gq = a.grad.grad_q[h];
@@ -57,7 +50,7 @@ CheckResult check_joint_gauge(const Case& c, JointGaugeMutant mutant) {
 template <class S>
 CheckResult check_gl_gauge(const Case& c, GlGaugeMutant mutant) {
   auto a = make_attention_case<S>(c);
-  if (mutant == GlGaugeMutant::kRandomTensorPair) randomise_gradients(c, a);
+  if (mutant == GlGaugeMutant::kDsUntransposed) untranspose_key_gradients(a);
   S res2(0), norm(0);
   for (int h = 0; h < c.heads; ++h) {
     const Matrix<S> lhs = a.wq[h].transpose() * a.grad.grad_q[h];

@@ -7,7 +7,7 @@
 
 namespace stiefel::certificates {
 
-enum class ProjectorMutant { kNone, kHalfProjection };
+enum class ProjectorMutant { kNone, kWithoutSym };
 enum class SteepestAscentMutant { kNone, kNormalComponentLeft };
 enum class GaugeSplitMutant { kNone, kNormalPart };
 enum class HorizontalCostMutant { kNone, kShareInNorm };
@@ -23,7 +23,7 @@ CheckResult check_orthogonal_projector(const Case& c, ProjectorMutant mutant) {
   const Matrix<S> s = random_symmetric<S>(rng, c.r) * scale;
   const Matrix<S> xi = random_tangent<S>(rng, w) * scale;
   auto proj = [&](const Matrix<S>& g) -> Matrix<S> {
-    if (mutant == ProjectorMutant::kHalfProjection) return g - w * sym(w.transpose() * g) / S(2);
+    if (mutant == ProjectorMutant::kWithoutSym) return g - w * (w.transpose() * g);
     return project_tangent(w, g);
   };
   const double f = c.d;

@@ -9,12 +9,18 @@ namespace {
 Claim prop6i_sigma_min() {
   Claim c = make_claim("prop6i-sigma-min", "Prop. 6(i), §5.3", "inequality",
                        "sigma_min(W + eta) >= 1 for every tangent step eta, capped or not.");
-  c.generator = "d in [1,24], r in [1,d], tangent steps W Omega + W_perp K scaled by 10^[-8,8]";
-  c.residual = "max(0, 1 - sigma_min(W + eta)) by Jacobi SVD, normalised by sigma_max; factor d";
+  c.generator =
+      "d in [2,24] (St(1,1) = {+-1} has no tangent step), r in [1,d], a tangent step W Omega + W_perp K "
+      "scaled by 10^[-8,8], and the same "
+      "step at norm 1e-4 (where the bound is tight to 1e-8)";
+  c.residual =
+      "the worse of max(0, 1 - sigma_min(W + eta)) by Jacobi SVD, normalised by sigma_max, over the two "
+      "steps; factor d";
   c.analysis = "(W+eta)^T(W+eta) = I + eta^T eta for tangent eta.";
-  c.generator_fn = [] { return gen::frame({.scale_lo = -8, .scale_hi = 8}); };
-  set_check(c, &check_sigma_min<double>, &check_sigma_min<mp50>,
-            {{SigmaMinMutant::kNormalStep, "normal-step", "the normal step -W/2 in place of a tangent step"}});
+  c.generator_fn = [] { return gen::frame({.not_one_by_one = true, .scale_lo = -8, .scale_hi = 8}); };
+  set_check(
+      c, &check_sigma_min<double>, &check_sigma_min<mp50>,
+      {{SigmaMinMutant::kNormalComponentLeft, "normal-component-left", "a normal component -1e-6 W left in the step"}});
   return c;
 }
 
