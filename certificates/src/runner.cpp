@@ -382,7 +382,9 @@ nlohmann::json build_json() {
             {"nlohmann_json", std::to_string(NLOHMANN_JSON_VERSION_MAJOR) + "." +
                                   std::to_string(NLOHMANN_JSON_VERSION_MINOR) + "." +
                                   std::to_string(NLOHMANN_JSON_VERSION_PATCH)},
-            {"rapidcheck", STIEFEL_RAPIDCHECK_VERSION}}}};
+            {"rapidcheck", STIEFEL_RAPIDCHECK_VERSION},
+            {"mpfr", mpfr_get_version()},
+            {"gmp", gmp_version}}}};
 }
 
 nlohmann::json platform_json() {
@@ -437,6 +439,10 @@ std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, cons
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return selected[a]->cost > selected[b]->cost; });
   auto worker = [&] {
+    // MPFR keeps its constant caches per thread; a worker frees its own before it ends.
+    struct FreeMpfrCache {
+      ~FreeMpfrCache() { mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); }
+    } free_cache;
     for (std::size_t k; (k = next++) < selected.size();) {
       const std::size_t i = order[k];
       runs[i] = run_claim(*selected[i], opt, opt.seed);
@@ -450,6 +456,7 @@ std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, cons
       log.flush();
     }
   };
+  stiefel::prepare_mp50_for_threads();
   std::vector<std::thread> pool;
   for (unsigned j = 0; j < std::min<std::size_t>(jobs, selected.size()); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
@@ -519,9 +526,8 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
       {"precision",
        {{"working_type", "double (IEEE 754 binary64)"},
         {"unit_roundoff", to_double(unit_roundoff<double>())},
-        {"reference_type",
-         "boost::multiprecision::number<mpfr_float_backend<50, allocate_stack>, et_off> (MPFR " MPFR_VERSION_STRING
-         ")"},
+        {"reference_type", "boost::multiprecision::number<mpfr_float_backend<50, allocate_stack>, et_off> (MPFR " +
+                               std::string(mpfr_get_version()) + ", GMP " + gmp_version + ")"},
         {"reference_unit_roundoff", to_double(unit_roundoff<mp50>())}}},
       {"claims", claims},
       {"summary", summary}};

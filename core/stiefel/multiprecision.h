@@ -7,12 +7,30 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <limits>
 #include <boost/multiprecision/mpfr.hpp>
 
 namespace stiefel {
 using mp50 =
     boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<50, boost::multiprecision::allocate_stack>,
                                   boost::multiprecision::et_off>;
+}  // namespace stiefel
+
+namespace stiefel {
+// Boost fills numeric_limits<mp50>'s min, max, epsilon, round_error, infinity and quiet_NaN on first
+// use behind an unsynchronised flag (its start-up initialiser covers only the expression-template
+// variant). Code that uses mp50 on several threads calls this once before starting them.
+inline void prepare_mp50_for_threads() {
+  using limits = std::numeric_limits<mp50>;
+  (void)(limits::min)();
+  (void)(limits::max)();
+  (void)limits::lowest();
+  (void)limits::epsilon();
+  (void)limits::round_error();
+  (void)limits::infinity();
+  (void)limits::quiet_NaN();
+  (void)limits::denorm_min();
+}
 }  // namespace stiefel
 
 namespace Eigen {

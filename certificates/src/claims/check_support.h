@@ -47,8 +47,15 @@ CheckResult identity_result(const Identity<S>& id) {
   return roundoff_result<S>(id.residual, id.normaliser, id.factor);
 }
 
-// Keeps the worse of two results.
+// max(x, 0) that keeps a NaN (a NaN residual must fail its check, not read as 0).
+template <class S>
+S positive_part(const S& x) {
+  return x <= S(0) ? S(0) : x;
+}
+
+// Keeps the worse of two results; a NaN ratio, once there, stays.
 inline void keep_worst(CheckResult& acc, const CheckResult& r) {
+  if (std::isnan(acc.ratio)) return;
   if (!(acc.ratio >= r.ratio)) {
     nlohmann::json detail = acc.detail;
     acc = r;

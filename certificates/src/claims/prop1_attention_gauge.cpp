@@ -48,7 +48,8 @@ Claim prop1_gl_gauge() {
                        "so W_Q^T G_Q = G_K^T W_K for every head; Prop. 1 is its skew part.");
   c.generator =
       "attention problems as for prop1-joint-gauge, n in [2,7], d in [2,12] (at d = 1 the control's "
-      "x^T (dS - dS^T) x vanishes), r in [1,d], token scale up to 10^1";
+      "x^T (dS - dS^T) x vanishes), r in [1,d], token scale up to 10^1 (a saturated softmax), each "
+      "case with its unsaturated companion at token scale min(scale, 10^-0.5)";
   c.residual =
       "sqrt(sum_h ||W_Q,h^T G_Q,h - G_K,h^T W_K,h||_F^2), normalised as for "
       "prop1-joint-gauge; factor n*d";

@@ -72,7 +72,7 @@ CheckResult check_steepest_ascent(const Case& c, SteepestAscentMutant mutant) {
   if (xi.norm() > S(0)) {
     xi /= xi.norm();
     const S excess = frobenius_inner<S>(g, xi) - best;
-    keep_worst(r, roundoff_result<S>(excess > S(0) ? excess : S(0), g.norm(), double(c.d * c.r)));
+    keep_worst(r, roundoff_result<S>(positive_part<S>(excess), g.norm(), double(c.d * c.r)));
   }
   r.detail["max_value"] = to_double(best);
   return r;

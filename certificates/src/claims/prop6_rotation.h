@@ -38,7 +38,7 @@ CheckResult check_sigma_min(const Case& c, SigmaMinMutant mutant) {
     const auto sv = svd.singularValues();
     const S smin = sv(sv.size() - 1), smax = sv(0);
     const S deficit = S(1) - smin;
-    CheckResult one = roundoff_result<S>(deficit > S(0) ? deficit : S(0), smax, double(c.d));
+    CheckResult one = roundoff_result<S>(positive_part<S>(deficit), smax, double(c.d));
     one.detail["sigma_min"] = to_double(smin);
     keep_worst(r, one);
   }
@@ -71,7 +71,7 @@ CheckResult check_angle_bound(const Case& c, AngleBoundMutant mutant) {
   const S sine = spectral_norm<S>(project_horizontal(w, q));
   const S bound = b / sqrt(S(1) + b * b);
   const S excess = sine - bound;
-  CheckResult r = roundoff_result<S>(excess > S(0) ? excess : S(0), S(1), double(c.d * c.r));
+  CheckResult r = roundoff_result<S>(positive_part<S>(excess), S(1), double(c.d * c.r));
   using std::asin;
   using std::atan;
   r.detail = {{"angle_deg", to_double(S(asin(std::min(sine, S(1))) * S(180) / S(std::numbers::pi)))},

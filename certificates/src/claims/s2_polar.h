@@ -41,7 +41,7 @@ CheckResult check_polar_nearest(const Case& c, PolarNearestMutant mutant) {
     // ‖M − cand‖² − ‖M − Y‖² = 2⟨M, Y − cand⟩ − (‖Y‖² − ‖cand‖²): positive means Y is nearer.
     const S gain = S(2) * frobenius_inner<S>(m, Matrix<S>(y - cand)) - (y.squaredNorm() - cand.squaredNorm());
     keep_worst(worst,
-               roundoff_result<S>(gain > S(0) ? gain : S(0), S(m.norm() * (y - cand).norm() + S(c.r)), double(c.d)));
+               roundoff_result<S>(positive_part<S>(gain), S(m.norm() * (y - cand).norm() + S(c.r)), double(c.d)));
   }
   return worst;
 }
@@ -87,7 +87,7 @@ CheckResult check_query_norm(const Case& c, QueryNormMutant mutant) {
   CheckResult r;
   for (const Vector<S>* v : {static_cast<const Vector<S>*>(&x), &x0}) {
     const S excess = (w.transpose() * *v).norm() - v->norm();
-    keep_worst(r, roundoff_result<S>(excess > S(0) ? excess : S(0), v->norm(), double(c.d)));
+    keep_worst(r, roundoff_result<S>(positive_part<S>(excess), v->norm(), double(c.d)));
   }
   return r;
 }

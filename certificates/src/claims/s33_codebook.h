@@ -89,7 +89,7 @@ CheckResult check_chordal_mean(const Case& c, ChordalMeanMutant mutant) {
   }
   for (const auto& y : rivals) {
     const S gain = cost - chordal_cost<S>(a, all, y);
-    keep_worst(r, roundoff_result<S>(gain > S(0) ? gain : S(0), n_r, double(c.d)));
+    keep_worst(r, roundoff_result<S>(positive_part<S>(gain), n_r, double(c.d)));
   }
   return r;
 }
@@ -133,7 +133,7 @@ CheckResult check_kmeans_monotone(const Case& c, KMeansMutant mutant) {
       for (const bool assign : {false, true}) {
         if (assign) assignment = assign_to_centroids<S>(a, centroids);
         const S next = kmeans_objective<S>(a, assignment, centroids);
-        keep_worst(r, roundoff_result<S>(next > j ? S(next - j) : S(0), n_r, double(c.d)));
+        keep_worst(r, roundoff_result<S>(positive_part<S>(S(next - j)), n_r, double(c.d)));
         j = next;
       }
     }
