@@ -53,8 +53,40 @@ Claim attention_gradient_taylor() {
   return c;
 }
 
+Claim s2_exponential() {
+  Claim c =
+      make_claim("s2-exponential-closed-form", "§2, §3.2 (the reference of s2-retraction-second-order)", "identity",
+                 "The Riemannian exponential Exp_W(xi) of St(d,r) in the embedded metric (Edelman, "
+                 "Arias & Smith 1998, (2.45)), against which the polar retraction's order is "
+                 "measured, is the geodesic: for horizontal xi = U Sigma V^T it equals "
+                 "W V cos(Sigma) V^T + U sin(Sigma) V^T, and for every tangent xi it lies on St(d,r).");
+  c.generator =
+      "d in [2,8], r in [1,d-1] (a horizontal direction needs d > r), ||xi||_F = 10^[-1,0.3], a horizontal "
+      "xi = W_perp K and a general tangent xi";
+  c.residual =
+      "the worse of ||Exp_W(xi) - (W V cos(Sigma) V^T + U sin(Sigma) V^T)||_F / sqrt(r) and "
+      "max|Exp^T Exp - I|; factor d*r";
+  c.analysis =
+      "With A = W^T xi = 0 the block exponential of (2.45) is [[cos(t sqrt(S)), ...]]: the closed form "
+      "follows from xi^T xi = V Sigma^2 V^T. The closed form uses the Jacobi SVD, cos and sin, not the "
+      "Taylor series the exponential sums, so a truncated series is visible.";
+  c.generator_fn = [] {
+    return rc::gen::exec([] {
+      Case k;
+      gen::draw_frame_shape(k, {.max_d = 8, .r_below_d = true, .scale_lo = -1, .scale_hi = 0.3});
+      return k;
+    });
+  };
+  set_check(c, &check_exponential<double>, &check_exponential<mp50>,
+            {{ExponentialMutant::kSignOfSFlipped, "sign-of-s-flipped",
+              "+S in place of -S in Edelman's block matrix [[A, -S], [I, A]] (a transcription error)"}});
+  return c;
+}
+
 }  // namespace
 
-std::vector<Claim> orders_claims() { return {s2_retraction_second_order(), attention_gradient_taylor()}; }
+std::vector<Claim> orders_claims() {
+  return {s2_retraction_second_order(), attention_gradient_taylor(), s2_exponential()};
+}
 
 }  // namespace stiefel::certificates

@@ -11,6 +11,7 @@ namespace stiefel::certificates {
 
 enum class RetractionOrderMutant { kNone, kNoRetraction };
 enum class AttentionTaylorMutant { kNone, kGradientError };
+enum class ExponentialMutant { kNone, kSignOfSFlipped };
 
 // A remainder e(h) = O(h^p) has log-log slope ≥ p (a vanishing leading coefficient gives a
 // larger slope, still order p; a wrong derivative gives p − 1). Points whose remainder is below
@@ -107,7 +108,52 @@ CheckResult check_attention_taylor(const Case& c, AttentionTaylorMutant mutant) 
   return slope_result<S>(hs, es, floor, 2.0, /*keep_smallest=*/4);
 }
 
-#define STIEFEL_ORDERS_CHECKS(X) X(retraction_order, RetractionOrderMutant) X(attention_taylor, AttentionTaylorMutant)
+// The Riemannian exponential that s2-retraction-second-order measures against, checked by routes
+// that do not use its series: for a horizontal ξ = W⊥K (A = Wᵀξ = 0), Exp_W(ξ) = W V cos(Σ) Vᵀ +
+// U sin(Σ) Vᵀ with ξ = U Σ Vᵀ (Jacobi SVD); for a general tangent ξ, Exp_W(ξ) ∈ St(d,r).
+// ratio = the worse of ‖Exp − closed form‖_F / √r and max|ExpᵀExp − I|; factor d·r.
+// Control: −S → +S in Edelman's block [[A, −S], [I, A]] (a transcription error).
+template <class S>
+Matrix<S> exponential_under_test(const Matrix<S>& w, const Matrix<S>& xi, ExponentialMutant mutant) {
+  if (mutant == ExponentialMutant::kNone) return stiefel_exponential<S>(w, xi);
+  const Index r = w.cols();
+  const Matrix<S> a = w.transpose() * xi;
+  Matrix<S> block(2 * r, 2 * r);
+  block << a, xi.transpose() * xi, Matrix<S>::Identity(r, r), a;
+  Matrix<S> basis(w.rows(), 2 * r);
+  basis << w, xi;
+  return basis * matrix_exponential<S>(block).leftCols(r) * matrix_exponential<S>(Matrix<S>(-a));
+}
+
+template <class S>
+CheckResult check_exponential(const Case& c, ExponentialMutant mutant) {
+  Rng rng(c.seed);
+  const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
+  const Matrix<S> w_perp = orthogonal_complement(w);
+  const S length(pow10(c.log10_scale));
+  Matrix<S> horizontal = w_perp * gaussian_matrix<S>(rng, c.d - c.r, c.r);
+  horizontal *= length / horizontal.norm();
+  Eigen::JacobiSVD<Matrix<S>> svd(horizontal, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  Vector<S> cosine(svd.singularValues().size()), sine(svd.singularValues().size());
+  for (Index i = 0; i < cosine.size(); ++i) {
+    cosine(i) = cos(svd.singularValues()(i));
+    sine(i) = sin(svd.singularValues()(i));
+  }
+  const Matrix<S> closed = w * svd.matrixV() * cosine.asDiagonal() * svd.matrixV().transpose() +
+                           svd.matrixU() * sine.asDiagonal() * svd.matrixV().transpose();
+  const double f = double(c.d) * c.r;
+  CheckResult r =
+      identity_result(matrix_identity<S>("Exp_W(xi) = W V cos(Sigma) V^T + U sin(Sigma) V^T", closed,
+                                         exponential_under_test<S>(w, horizontal, mutant), sqrt(S(c.r)), f));
+  Matrix<S> xi = random_tangent<S>(rng, w);
+  xi *= length / xi.norm();
+  keep_worst(r, identity_result(properties::on_stiefel<S>(exponential_under_test<S>(w, xi, mutant), f)));
+  return r;
+}
+
+#define STIEFEL_ORDERS_CHECKS(X)             \
+  X(retraction_order, RetractionOrderMutant) \
+  X(attention_taylor, AttentionTaylorMutant) X(exponential, ExponentialMutant)
 STIEFEL_ORDERS_CHECKS(STIEFEL_EXTERN_CHECK)
 
 }  // namespace stiefel::certificates
