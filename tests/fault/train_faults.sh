@@ -5,6 +5,10 @@
 # written before is lost, nothing half-written is kept, and the run resumes to the same result.
 set -euo pipefail
 stiefel=$1 shim=$2 work=$3
+# A sanitized build (the sanitize preset) refuses to start unless AddressSanitizer's runtime comes
+# first in the preload list.
+asan_runtime=$(ldd "$stiefel" | awk '/libasan/ {print $3}')
+shim="${asan_runtime:+$asan_runtime:}$shim"
 rm -rf "$work" && mkdir -p "$work"
 args=(train --task grok --arm b2 --seed 5 --epochs 6 --eval-every 2 --quiet)
 fail() { echo "FAIL: $*"; exit 1; }
