@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(cifar10 idx definition claims run_record checkpoint)
+[ "${#targets[@]}" -gt 0 ] || targets=(cifar10 idx definition claims run_record plot_script checkpoint)
 mkdir -p build
 cmake --preset fuzz > build/fuzz-configure.log 2>&1 || { cat build/fuzz-configure.log; exit 1; }
 cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" > /dev/null
@@ -21,6 +21,7 @@ for t in "${targets[@]}"; do
   seeds=("fuzz/corpus/$t")
   case $t in
     definition) seeds+=(experiments tests/experiments) ;;
+    plot_script) seeds+=(reports) ;;  # the committed tables, which figures are drawn from
     checkpoint)  # a checkpoint in this build's LibTorch format, beside the committed one
       mkdir -p "$work/checkpoint-seed"
       build/fuzz/fuzz/fuzz_checkpoint -seed "$work/checkpoint-seed/current.pt"

@@ -9,7 +9,12 @@
 #include <limits>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <stiefel/certificates/runner.h>
+#include <stiefel/io/atomic_file.h>
+#include <stiefel/io/bounded_read.h>
+#include <stiefel/io/sha256.h>
+#include <stiefel/schema.h>
 #include <stiefel/properties/residual.h>
 #include <stiefel/scalar.h>
 #include <stiefel/training/checkpoint.h>
@@ -52,17 +57,41 @@ struct Checks {
   }
 };
 
-// The checkpoint's archive and, within it, the model's.
-void load_checkpoint(const std::string& path, torch::serialize::InputArchive& archive,
-                     torch::serialize::InputArchive& model) {
+// The run record beside a checkpoint names the SHA-256 of the checkpoints it was written with: a
+// checkpoint that matches none is damaged or another run's. Returns what was checked, in words.
+std::string check_against_record(const std::string& path, const std::string& bytes) {
+  namespace fs = std::filesystem;
+  const fs::path record = fs::path(path).parent_path() / "run.json";
+  if (!fs::exists(fs::symlink_status(record))) return "no run.json beside it: its SHA-256 was not checked";
+  nlohmann::json run;
   try {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::invalid_argument("cannot be opened");
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    run = schema::parse_bounded(io::read_regular_file(record, training::checkpoint::kMaxRecordBytes, "a run record"),
+                                record.string());
+  } catch (const std::exception& e) {
+    throw NotCertifiable("the run record beside it cannot be read (" + brief_message(e.what()) + ")");
+  }
+  if (!run.is_object() || !run.contains("checkpoints") || !run["checkpoints"].is_object() || run["checkpoints"].empty())
+    return record.string() + " names no checkpoint SHA-256 (a record from before checksums): not checked";
+  const std::string sha = io::sha256(bytes);
+  for (const auto& [epoch, h] : run["checkpoints"].items())
+    if (h == sha) return "SHA-256 " + sha.substr(0, 16) + "… is epoch " + epoch + "'s in " + record.string();
+  throw NotCertifiable("its SHA-256 " + sha.substr(0, 16) + "… matches no checkpoint that " + record.string() +
+                       " records (damaged, or another run's)");
+}
+
+// The checkpoint's archive and, within it, the model's; INTEGRITY says what of the file was verified.
+void load_checkpoint(const std::string& path, torch::serialize::InputArchive& archive,
+                     torch::serialize::InputArchive& model, nlohmann::json& integrity) {
+  try {
+    const std::string bytes = training::checkpoint::read_file(path);
     training::checkpoint::check_archive(bytes, path);
+    integrity["archive"] = "every ZIP record within the file and matching its CRC-32";
+    integrity["record"] = check_against_record(path, bytes);
     std::istringstream stream(bytes);
     archive.load_from(stream);
     archive.read(training::checkpoint::kModel, model);
+  } catch (const NotCertifiable&) {
+    throw;
   } catch (const std::exception& e) {
     throw NotCertifiable("not a stiefel checkpoint (" + brief_message(e.what()) + ")");
   }
@@ -136,9 +165,10 @@ void check_model_copies(torch::serialize::InputArchive& model, Checks& checks) {
 
 int certify_checkpoint(const std::string& path, const std::string& out) {
   Checks checks;
+  nlohmann::json integrity = nlohmann::json::object();
   try {
     torch::serialize::InputArchive archive, model, frames;
-    load_checkpoint(path, archive, model);
+    load_checkpoint(path, archive, model, integrity);
     const bool has_frames = archive.try_read(training::checkpoint::kFrames, frames);
     const std::int64_t frame_params = count_frame_params(model);
     if (has_frames) {
@@ -152,9 +182,12 @@ int certify_checkpoint(const std::string& path, const std::string& out) {
   }
   const nlohmann::json cert = {
       {"checkpoint", path},
+      {"integrity", integrity},
       {"checks", checks.list},
       {"summary", {{"checks", checks.list.size()}, {"failed", checks.failed}, {"passed", checks.failed == 0}}}};
   io::write_file_atomically(out, cert.dump(2) + "\n");
+  std::cerr << "integrity: " << integrity["archive"].get<std::string>() << "; "
+            << integrity["record"].get<std::string>() << "\n";
   std::cerr << checks.list.size() - std::size_t(checks.failed) << " passed, " << checks.failed << " failed\n";
   return checks.failed == 0 ? 0 : 1;
 }

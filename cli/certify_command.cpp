@@ -23,7 +23,9 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
   cmd->add_option("--cases", args.run.cases, "random cases per randomised claim")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  cmd->add_option("--seed", args.run.seed, "master seed; every case replays from it")->capture_default_str();
+  cmd->add_option("--seed", args.run.seed, "master seed; every case replays from it")
+      ->check(kNonNegative)
+      ->capture_default_str();
   cmd->add_option("--claims", args.run.claims, "regular expression selecting claim ids")->capture_default_str();
   cmd->add_option("--precision", args.precision, "float64, 50-digit, or both on the same inputs")
       ->check(CLI::IsMember({"double", "mp50", "both"}))

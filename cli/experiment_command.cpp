@@ -10,6 +10,7 @@
 #include <memory>
 #include <stiefel/runner/grid.h>
 #include <stiefel/runner/local.h>
+#include <stiefel/runner/reuse.h>
 #include <stiefel/runner/slurm.h>
 #include <stiefel/runner/status.h>
 
@@ -24,6 +25,7 @@ struct Options {
   runner::GridRequest grid;
   runner::SlurmOptions slurm;
   std::string shard;
+  std::vector<std::string> reuse_from;
   int jobs = 1;
   bool list = false, status = false, use_slurm = false, dry_run = false;
 };
@@ -101,6 +103,10 @@ int run_experiment(const Options& o) {
   const auto indices =
       runner::shard_runs(g.runs.size(), o.shard.empty() ? runner::Shard{} : runner::parse_shard(o.shard));
   runner::pin_grid(g);
+  for (const auto& from : o.reuse_from) {
+    const auto n = runner::reuse_records(g, from, std::cerr);
+    std::cerr << g.experiment.name << ": " << n << " runs reused from " << from << "\n";
+  }
   return runner::run_local(g, indices, runner::LocalOptions{o.jobs, "/proc/self/exe", o.shard}, std::cerr);
 }
 
@@ -125,6 +131,9 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--out", o->grid.out, "results folder");
   cmd->add_option("--definitions", o->grid.definitions, "folder of experiment definitions")->capture_default_str();
+  cmd->add_option("--reuse-from", o->reuse_from,
+                  "results folder whose completed runs fill this grid's missing cells where every setting and the "
+                  "seed are the cell's (checked, never assumed; repeatable)");
   cmd->add_flag("--list", o->list, "list the experiments and their grid sizes");
   cmd->add_flag("--status", o->status,
                 "the state of every run in --out: completed, diverged, running, failed "
@@ -154,6 +163,8 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
       if (o->grid.out.empty()) throw std::invalid_argument("--out: a results folder is required");
       if (o->status && (o->use_slurm || !o->shard.empty()))
         throw std::invalid_argument("--status: not with --slurm or --shard");
+      if (!o->reuse_from.empty() && (o->status || o->use_slurm))
+        throw std::invalid_argument("--reuse-from: not with --status or --slurm (run it locally once first)");
       return run_experiment(*o);
     });
   });

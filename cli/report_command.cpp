@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/ledger.h>
@@ -45,17 +46,31 @@ int run_report(const Options& o) {
           ": not a certificate of `stiefel certify` (expected \"claims\": [{\"id\", \"observed\", ...}] "
           "and \"summary\")");
   }
-  // Every output path is checked before the first is written (no half-replaced set of files).
-  io::check_output_path(fs::path(o.out) / "CLAIMS.md");
-  io::check_output_path(fs::path(o.out) / "claims.json");
+  // Every table is analysed, the ledger built (which checks the claims file) and every output path
+  // checked before the first file is written: a refusal leaves --out as it was.
   std::vector<json> tables;
+  std::map<std::string, std::string> stems;  // NAME-PROFILE -> the results folder it came from
   for (const auto& dir : o.results) {
     if (!fs::is_directory(dir)) throw reports::ExperimentError(dir + ": not a results folder");
     auto t = reports::analyse_results(dir, o.resamples, o.seed, o.definitions);
     const std::string stem = t["experiment"].get<std::string>() + "-" + t["profile"].get<std::string>();
+    if (const auto [it, fresh] = stems.emplace(stem, dir); !fresh)
+      throw reports::ExperimentError(it->second + " and " + dir + ": both hold " + t["experiment"].get<std::string>() +
+                                     " [" + t["profile"].get<std::string>() +
+                                     "], whose tables would overwrite each other in " + o.out +
+                                     "; report them into separate --out folders");
     t["results"] = dir;
-    io::check_output_path(fs::path(o.out) / (stem + ".md"));
-    io::check_output_path(fs::path(o.out) / (stem + ".json"));
+    t["stem"] = stem;
+    tables.push_back(std::move(t));
+  }
+  const auto ledger = reports::build_ledger(claims, tables, certificate, o.claims);
+  for (const auto& name : {std::string("CLAIMS.md"), std::string("claims.json")})
+    io::check_output_path(fs::path(o.out) / name);
+  for (const auto& [stem, _] : stems)
+    for (const char* ext : {".md", ".json"}) io::check_output_path(fs::path(o.out) / (stem + ext));
+  for (auto& t : tables) {
+    const std::string stem = t["stem"].get<std::string>();
+    t.erase("stem");
     if (!o.no_plots) {
       json files = json::array();
       for (const auto& f : reports::draw_plots(t, o.out, stem)) files.push_back(fs::path(f).filename().string());
@@ -68,9 +83,7 @@ int run_report(const Options& o) {
     io::write_file_atomically((fs::path(o.out) / (stem + ".json")).string(), t.dump(2) + "\n");
     std::cerr << "report: " << (fs::path(o.out) / (stem + ".md")).string() << " (" << t["runs_completed"].get<int>()
               << "/" << t["runs_planned"].get<int>() << " runs)\n";
-    tables.push_back(std::move(t));
   }
-  const auto ledger = reports::build_ledger(claims, tables, certificate, o.claims);
   io::write_file_atomically((fs::path(o.out) / "CLAIMS.md").string(), reports::ledger_markdown(ledger));
   io::write_file_atomically((fs::path(o.out) / "claims.json").string(), ledger.dump(2) + "\n");
   const auto& s = ledger["summary"];
@@ -98,7 +111,7 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--resamples", o->resamples, "bootstrap resamples")
       ->check(CLI::Range(100, 10000000))
       ->capture_default_str();
-  cmd->add_option("--bootstrap-seed", o->seed, "bootstrap seed")->capture_default_str();
+  cmd->add_option("--bootstrap-seed", o->seed, "bootstrap seed")->check(kNonNegative)->capture_default_str();
   cmd->add_flag("--no-plots", o->no_plots, "skip the gnuplot figures");
   cmd->callback([o, &exit_code] { run_command("report", exit_code, [&] { return run_report(*o); }); });
 }

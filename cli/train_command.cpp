@@ -56,13 +56,15 @@ void add_model_options(CLI::App* cmd, training::TrainConfig* cfg) {
   cmd->add_option("--positional", cfg->positional, "learned | none")
       ->check(CLI::IsMember({"learned", "none"}))
       ->capture_default_str();
-  cmd->add_option("--pca-samples", cfg->pca_samples, "patches for the PCA fit")
+  cmd->add_option("--pca-samples", cfg->pca_samples,
+                  "patches for the PCA fit (at most the training patches; the default takes all of them when there "
+                  "are fewer)")
       ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--threads", cfg->threads, "LibTorch intra-op threads")->check(kPositive)->capture_default_str();
   cmd->add_option("--eval-every", cfg->eval_every,
                   "epochs between test evaluations; the last epoch is always evaluated (default: image 1, grok 100)")
-      ->check(kNonNegative);
+      ->check(kPositive);
   cmd->add_option("--compute", cfg->compute,
                   "pinned: one OpenBLAS thread, glibc keeping freed memory and the small-matrix attention kernel, set "
                   "by the program (results do not "

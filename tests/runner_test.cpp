@@ -11,6 +11,7 @@
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/sha256.h>
 #include <stiefel/runner/grid.h>
+#include <stiefel/runner/local.h>
 #include <stiefel/runner/slurm.h>
 #include <stiefel/runner/status.h>
 #include <string>
@@ -52,7 +53,13 @@ struct Runner : ::testing::Test {
   // A run record of run K with STATUS at EPOCH of 40; "completed" ones name their checkpoint.
   void record(std::size_t k, const std::string& status, int epoch, bool with_checkpoint = true) {
     const auto d = grid.run_dir(k);
-    json run = {{"status", status}, {"config", {{"epochs", 40}}}, {"epochs", json::array({{{"epoch", epoch}}})}};
+    json options = grid.runs[k].train;  // the cell's own settings (checked by run_status(grid, k))
+    options.erase("data");
+    options.erase("device");
+    json run = {{"status", status},
+                {"config", {{"epochs", 40}}},
+                {"options", options},
+                {"epochs", json::array({{{"epoch", epoch}}})}};
     if (with_checkpoint) {
       write(d / "checkpoint.pt", "state of epoch " + std::to_string(epoch));
       run["checkpoints"] = {{std::to_string(epoch), stiefel::io::sha256_file(d / "checkpoint.pt")}};
@@ -127,7 +134,8 @@ TEST_F(Runner, TheStateOfEachRunFolder) {
 
   std::ostringstream out;
   stiefel::runner::print_status(grid, stiefel::runner::grid_status(grid), out);
-  EXPECT_NE(out.str().find("4 runs: 0 completed, 1 diverged, 0 running, 0 queued, 2 failed, 1 repair, 0 missing"),
+  EXPECT_NE(out.str().find("4 runs: 0 completed, 1 diverged, 0 running, 0 queued, 2 failed, 1 repair, 0 mismatched, "
+                           "0 missing"),
             std::string::npos)
       << out.str();
   EXPECT_NE(out.str().find("log " + (grid.run_dir(2) / "log.txt").string() + ": stiefel train: data: no such file"),
@@ -342,6 +350,82 @@ TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A completed record is the result: without a checkpoint (results folders keep none) it is final; a
+// checkpoint it names as an earlier epoch is recomputed from; one it does not name is damaged, and the
+// advice is a command that works (removing it).
+TEST_F(Runner, ACompletedRecordWithoutOrWithAForeignCheckpoint) {
+  using stiefel::runner::run_status;
+  record(0, "completed", 40);
+  fs::remove(grid.run_dir(0) / "checkpoint.pt");
+  EXPECT_EQ(run_status(grid, 0).state, RunState::completed);
+  write(grid.run_dir(0) / "checkpoint.pt", "damaged");
+  auto s = run_status(grid, 0);
+  EXPECT_EQ(s.state, RunState::repair);
+  EXPECT_NE(s.detail.find("`rm " + (grid.run_dir(0) / "checkpoint.pt").string() + "`"), std::string::npos) << s.detail;
+  // An earlier checkpoint the record names (a kill before the final one's commit).
+  auto run = json::parse(read(grid.run_dir(0) / "run.json"));
+  run["checkpoints"]["39"] = stiefel::io::sha256_file(grid.run_dir(0) / "checkpoint.pt");
+  write(grid.run_dir(0) / "run.json", run.dump());
+  s = run_status(grid, 0);
+  EXPECT_EQ(s.state, RunState::repair);
+  EXPECT_NE(s.detail.find("a rerun recomputes the last epochs"), std::string::npos) << s.detail;
+}
+
+// A finished record in a cell it does not belong to (another arm's or seed's, another budget's) is
+// mismatched: never counted as the cell's run, never run over.
+TEST_F(Runner, ARecordOfAnotherCellIsMismatched) {
+  using stiefel::runner::run_status;
+  record(0, "completed", 40, false);
+  EXPECT_EQ(run_status(grid, 0).state, RunState::completed);
+  fs::create_directories(grid.run_dir(1));
+  fs::copy_file(grid.run_dir(0) / "run.json", grid.run_dir(1) / "run.json");
+  auto s = run_status(grid, 1);
+  EXPECT_EQ(s.state, RunState::mismatched);
+  EXPECT_NE(s.detail.find("arm \"a2\" (the cell's: \"b2\")"), std::string::npos) << s.detail;
+  auto run = json::parse(read(grid.run_dir(0) / "run.json"));
+  run["options"]["epochs"] = 39;  // another budget
+  write(grid.run_dir(0) / "run.json", run.dump());
+  s = run_status(grid, 0);
+  EXPECT_EQ(s.state, RunState::mismatched);
+  EXPECT_NE(s.detail.find("epochs 39 (the cell's: 40)"), std::string::npos) << s.detail;
+  // The local runner leaves both as they are and says so.
+  std::ostringstream progress;
+  EXPECT_EQ(stiefel::runner::run_local(grid, {0, 1}, {1, "/bin/true", ""}, progress), 1);
+  EXPECT_NE(progress.str().find("2 runs hold a record that is not their cell's"), std::string::npos) << progress.str();
+  EXPECT_EQ(json::parse(read(grid.run_dir(0) / "run.json"))["options"]["epochs"], 39);
+}
+
+// A run whose folder another process holds is left to it, not started twice and not called failed.
+TEST_F(Runner, ARunAnotherProcessHoldsIsLeftToIt) {
+  fs::create_directories(grid.run_dir(2));
+  stiefel::io::FolderLock held(grid.run_dir(2));
+  std::ostringstream progress;
+  EXPECT_EQ(stiefel::runner::run_local(grid, {2}, {1, "/bin/true", ""}, progress), 0);
+  EXPECT_NE(progress.str().find("1 running in another process (left to it)"), std::string::npos) << progress.str();
+  EXPECT_EQ(progress.str().find("failed"), std::string::npos) << progress.str();
+}
+
+// A log planted as a link out of the results folder is never opened; the run is not started.
+TEST_F(Runner, APlantedLogLinkIsRefused) {
+  write(dir / "outside.txt", "outside");
+  fs::create_directories(grid.run_dir(3));
+  fs::create_symlink(dir / "outside.txt", grid.run_dir(3) / "log.txt");
+  std::ostringstream progress;
+  EXPECT_EQ(stiefel::runner::run_local(grid, {3}, {1, "/bin/true", ""}, progress), 1);
+  EXPECT_EQ(read(dir / "outside.txt"), "outside");
+  EXPECT_NE(progress.str().find("log.txt: cannot be opened as the run's log (a symbolic link)"), std::string::npos)
+      << progress.str();
+  // A run folder reached through a link is refused too.
+  fs::remove_all(grid.run_dir(3));
+  fs::create_directories(dir / "elsewhere");
+  fs::create_directory_symlink(dir / "elsewhere", grid.run_dir(3));
+  std::ostringstream again;
+  EXPECT_EQ(stiefel::runner::run_local(grid, {3}, {1, "/bin/true", ""}, again), 1);
+  EXPECT_NE(again.str().find("a symbolic link; a run is written only inside its results folder"), std::string::npos)
+      << again.str();
+  EXPECT_TRUE(fs::is_empty(dir / "elsewhere"));
 }
 
 }  // namespace

@@ -197,7 +197,7 @@ void PendingFile::commit() {
 
 FolderLock::FolderLock(const fs::path& folder) {
   const fs::path lock = folder / ".lock";
-  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);  // never through a planted link
   if (fd_ < 0) fail(folder, "cannot open its lock file " + lock.string() + " (" + errno_text(errno) + ")");
   // A probe (folder_lock_held) holds a shared lock for an instant: wait up to 2 s for it to go.
   int rc = -1;

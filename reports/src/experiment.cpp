@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <stiefel/arms.h>
+#include <stiefel/io/bounded_read.h>
 #include <stiefel/schema.h>
 
 #include <algorithm>
@@ -69,12 +70,16 @@ std::vector<json> id_list(const json& d, const char* key, const std::string& sou
 bool is_train_option(const std::string& key) { return train_keys().count(key) > 0; }
 
 json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ExperimentError(path + ": cannot be read (missing or not a file)");
+  std::string text;
   try {
-    return json::parse(in);
-  } catch (const json::exception& e) {  // a syntax error, or a number beyond double (out_of_range)
-    throw ExperimentError(path + ": not valid JSON (" + e.what() + ")");
+    text = io::read_regular_file(path, kMaxJsonBytes, "a JSON file");
+  } catch (const io::IoError& e) {
+    throw ExperimentError(e.what());
+  }
+  try {
+    return schema::parse_bounded(text, path);
+  } catch (const std::invalid_argument& e) {
+    throw ExperimentError(e.what());
   }
 }
 
@@ -144,6 +149,18 @@ json load_definition(const std::string& path) {
   return d;
 }
 
+// A seed count of a definition (the schema bounds it too; a definition stored with results has not
+// necessarily met the schema): an integer in [1, kMaxSeeds], never wrapped or truncated.
+int seed_count(const json& v, const std::string& source, const std::string& where) {
+  const bool in_range = v.is_number_unsigned()  ? v.get<std::uint64_t>() >= 1 && v.get<std::uint64_t>() <= kMaxSeeds
+                        : v.is_number_integer() ? v.get<std::int64_t>() >= 1 && v.get<std::int64_t>() <= kMaxSeeds
+                                                : false;
+  if (!in_range)
+    fail(source,
+         where + " " + v.dump() + ": expected an integer number of seeds in [1, " + std::to_string(kMaxSeeds) + "]");
+  return v.get<int>();
+}
+
 ResolvedExperiment resolve(const json& d, const std::string& profile, const std::string& source) {
   if (!d["profiles"].contains(profile)) {
     std::string known;
@@ -166,7 +183,8 @@ ResolvedExperiment resolve(const json& d, const std::string& profile, const std:
       for (const auto& id : ps["arms"]) keep = keep || id == a["id"];
     if (keep) arms.push_back(a);
   }
-  const int seeds = ps.value("seeds", d["seeds"].get<int>());
+  const int seeds = ps.contains("seeds") ? seed_count(ps["seeds"], source, "profiles." + profile + ".seeds")
+                                         : seed_count(d["seeds"], source, "seeds");
   for (int s = 0; s < seeds; ++s) r.seeds.push_back(std::uint64_t(s));
   for (const auto& g : groups) r.groups.push_back(g["id"]);
   for (const auto& a : arms) r.arms.push_back(a["id"]);
@@ -179,7 +197,9 @@ ResolvedExperiment resolve(const json& d, const std::string& profile, const std:
       for (std::size_t si = 0; si < r.seeds.size(); ++si)
         for (const auto& a : arms) {
           if (a.value("variant", false) != variants) continue;
-          if (si >= a.value("seeds", r.seeds.size())) continue;
+          if (a.contains("seeds") &&
+              si >= std::size_t(seed_count(a["seeds"], source, "arms." + a["id"].get<std::string>() + ".seeds")))
+            continue;
           const auto seed = r.seeds[si];
           RunSpec run;
           run.group = g["id"];
@@ -200,6 +220,41 @@ ResolvedExperiment resolve(const json& d, const std::string& profile, const std:
           r.runs.push_back(std::move(run));
         }
   return r;
+}
+
+std::string cell_mismatch(const json& record, const RunSpec& cell) {
+  if (!record.is_object()) return "not a run record";
+  std::string diffs;
+  const auto note = [&](const std::string& k, const json& have, const json& want) {
+    diffs += (diffs.empty() ? "" : ", ") + k + " " + (have.is_null() ? std::string("unset") : have.dump()) +
+             " (the cell's: " + want.dump() + ")";
+  };
+  const auto& properties = schema::experiment_definition().schema()["$defs"]["train"]["properties"];
+  if (!record.contains("options") || !record["options"].is_object()) {
+    // A record from before "options" were recorded: the settings it states in "config" (as run)
+    // must be the ones the cell sets.
+    const json config = record.value("config", json::object());
+    if (!config.is_object() || config.value("seed", json()) != json(cell.seed))
+      note("seed", config.is_object() ? config.value("seed", json()) : json(), json(cell.seed));
+    for (const auto& [k, want] : cell.train.items())
+      if (k != "data" && k != "seed" && properties.contains(k) && config.contains(k) && config[k] != want)
+        note(k, config[k], want);
+    return diffs;
+  }
+  const json& o = record["options"];
+  if (!o.contains("seed") || o["seed"] != json(cell.seed)) note("seed", o.value("seed", json()), json(cell.seed));
+  for (const auto& [k, spec] : properties.items()) {
+    if (k == "data") continue;  // where the data was read; the data set itself is named in every table
+    const json fallback = spec.value("default", json());
+    const json want = cell.train.contains(k) ? cell.train[k] : fallback;
+    json have = o.contains(k) ? o[k] : fallback;
+    // −1 is "the task's default": the record's config states the value it resolved to and ran with.
+    const json config = record.value("config", json::object());
+    if (have == json(-1) && want != json(-1) && config.is_object() && config.contains(k)) have = config[k];
+    if (want.is_null() && have.is_null()) continue;
+    if (have != want) note(k, have, want);
+  }
+  return diffs;
 }
 
 std::vector<std::string> train_arguments(const RunSpec& run) {

@@ -4,62 +4,161 @@
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/tables.h>
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
-#include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <utility>
 
+extern char** environ;
+
 namespace stiefel::reports {
+
+// gnuplot evaluates nothing inside single quotes (no backquote command, no @macro, no backslash
+// escape). A quote, and a line break, are the double-quoted constants "'" and "\n" joined by
+// gnuplot's string concatenation (a doubled quote is misread at the start of a string); any other
+// control character is shown as U+FFFD.
+std::string gnuplot_string(const std::string& text) {
+  std::string q = "'";
+  for (const char c : text) {
+    if (c == '\'') {
+      q += "'.\"'\".'";
+    } else if (c == '\n') {
+      q += "'.\"\\n\".'";
+    } else if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
+      q += "\xEF\xBF\xBD";
+    } else {
+      q += c;
+    }
+  }
+  return q + "'";
+}
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A gnuplot double-quoted string; a newline becomes the escape \n (a line break in titles).
-std::string quoted(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s)
-    q += c == '\n' ? std::string("\\n") : (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  return q + "\"";
-}
-
-void run_gnuplot(const fs::path& script) {
-  const std::string cmd = "gnuplot " + quoted(script.string()) + " 2>" + quoted(script.string() + ".err");
-  if (std::system(cmd.c_str()) != 0) {
-    std::ifstream err(script.string() + ".err");
-    std::stringstream ss;
-    ss << err.rdbuf();
-    throw ExperimentError("gnuplot failed on " + script.string() + " (is gnuplot-nox installed?): " + ss.str());
+// Scratch space of one report's figures: a private folder made by mkdtemp (mode 0700), files created
+// with O_EXCL|O_NOFOLLOW (never through a link, never a file that was already there), and the folder
+// removed with everything in it on every path out, gnuplot's failures included.
+class ScratchFolder {
+ public:
+  ScratchFolder() {
+    std::string pattern = (fs::temp_directory_path() / "stiefel-plot-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      throw io::IoError(pattern + ": cannot make a private scratch folder for the figures (" + std::strerror(errno) +
+                        ")");
+    path_ = pattern;
   }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  ~ScratchFolder() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);  // removes links themselves, never what they point to
+  }
+
+  const fs::path& path() const { return path_; }
+
+  void write(const std::string& name, const std::string& content) const {
+    const fs::path p = path_ / name;
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) throw io::IoError(p.string() + ": cannot be created (" + std::strerror(errno) + ")");
+    std::size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int e = errno;
+        ::close(fd);
+        throw io::IoError(p.string() + ": cannot be written (" + std::strerror(e) + ")");
+      }
+      done += std::size_t(n);
+    }
+    if (::close(fd) != 0) throw io::IoError(p.string() + ": cannot be written (" + std::strerror(errno) + ")");
+  }
+
+  // The file NAME (a regular file, not a link), at most MAX_BYTES of it.
+  std::string read(const std::string& name, std::size_t max_bytes) const {
+    const fs::path p = path_ / name;
+    const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return {};
+    struct stat st {};
+    std::string out;
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+      char buf[65536];
+      ssize_t n;
+      while (out.size() < max_bytes && ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) out.append(buf, std::size_t(n));
+    }
+    ::close(fd);
+    return out.substr(0, max_bytes);
+  }
+
+ private:
+  fs::path path_;
+};
+
+// gnuplot itself, as an argv array (no shell), in the scratch folder: it reads the script SCRIPT
+// and the data files there by their plain names, and writes its messages to gnuplot.err there.
+void run_gnuplot(const ScratchFolder& work, const std::string& script) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addchdir_np(&actions, work.path().c_str());
+  posix_spawn_file_actions_addopen(&actions, 2, "gnuplot.err", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  std::string program = "gnuplot", argument = script;
+  char* argv[] = {program.data(), argument.data(), nullptr};
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, "gnuplot", &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0)
+    throw ExperimentError("gnuplot cannot be started (" + std::string(std::strerror(rc)) +
+                          "; is gnuplot-nox installed?)");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      throw ExperimentError("gnuplot: cannot wait for it (" + std::string(std::strerror(errno)) + ")");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw ExperimentError("gnuplot failed (" +
+                          (WIFEXITED(status) ? "exit " + std::to_string(WEXITSTATUS(status))
+                                             : "signal " + std::to_string(WTERMSIG(status))) +
+                          "; is gnuplot-nox installed?): " + work.read("gnuplot.err", 4096));
 }
 
-std::string header(const std::string& output, const std::string& title, const std::string& xlabel,
-                   const std::string& ylabel) {
-  return "set terminal pngcairo size 1000,600 enhanced font 'sans,10'\nset output " + quoted(output) + "\nset title " +
-         quoted(title) + " noenhanced\nset xlabel " + quoted(xlabel) + " noenhanced\nset ylabel " + quoted(ylabel) +
-         " noenhanced\nset key outside right top noenhanced\nset grid\n";
+// A figure's settings as gnuplot reads them. Every text from a definition, a results folder or the
+// command line reaches the script only through gnuplot_string; file names are the scratch folder's.
+std::string header(const std::string& title, const std::string& xlabel, const std::string& ylabel) {
+  return "set terminal pngcairo size 1000,600 enhanced font 'sans,10'\nset output 'figure.png'\nset title " +
+         gnuplot_string(title) + " noenhanced\nset xlabel " + gnuplot_string(xlabel) + " noenhanced\nset ylabel " +
+         gnuplot_string(ylabel) + " noenhanced\nset key outside right top noenhanced\nset grid\n";
 }
 
 // One figure's gnuplot script as it is built: its settings, the series of its plot command, and the
-// data files those read (s0.dat, s1.dat, … in the work folder).
+// data files those read (s0.dat, s1.dat, …), held in memory until the figure is rendered.
 struct Figure {
-  Figure(fs::path work_folder, fs::path png, std::string figure_title)
-      : work(std::move(work_folder)), output(std::move(png)), title(std::move(figure_title)) {}
+  explicit Figure(std::string figure_title) : title(std::move(figure_title)) {}
 
-  void head(const std::string& xlabel, const std::string& ylabel) {
-    gp << header(output.string(), title, xlabel, ylabel);
+  void head(const std::string& xlabel, const std::string& ylabel) { gp << header(title, xlabel, ylabel); }
+  // A new data file; the returned name is what the plot command reads.
+  std::string data_file(std::string content) {
+    std::string name = "s" + std::to_string(files.size()) + ".dat";
+    files.emplace_back(name, std::move(content));
+    return name;
   }
-  fs::path data_file() { return work / ("s" + std::to_string(files++) + ".dat"); }
 
-  fs::path work, output;  // output: the PNG gnuplot writes (a temporary name; io renames it into place)
   std::string title;
   std::ostringstream gp;
   std::vector<std::string> series;
-  int files = 0;
+  std::vector<std::pair<std::string, std::string>> files;  // name, content
 };
 
 // Every figure's title states the budget run, on a second line (the title states the paper's).
@@ -90,27 +189,27 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
     for (const auto& a : g["arms"]) {
       if (!a.contains("curve")) continue;
       const auto& c = a["curve"];
-      const fs::path dat = f.data_file();
-      std::ofstream out(dat);
+      std::ostringstream out;
       for (std::size_t i = 0; i < c["epoch"].size(); ++i) {
         out << c["epoch"][i].get<double>() << " " << c["train_acc"][i].get<double>() << " ";
         out << (c["test_acc"][i].is_null() ? std::string("NaN") : std::to_string(c["test_acc"][i].get<double>()));
         out << " " << std::max(1e-300, c["isometry_error_max"][i].get<double>()) << "\n";
       }
+      const std::string dat = gnuplot_string(f.data_file(out.str()));
       const std::string label = (t["groups"].size() > 1 ? g["label"].get<std::string>() + " " : "") +
                                 a.value("label", a["id"].get<std::string>());
       if (kind == "isometry") {
-        f.series.push_back(quoted(dat.string()) + " using 1:4 with lines lw 2 title " + quoted(label));
+        f.series.push_back(dat + " using 1:4 with lines lw 2 title " + gnuplot_string(label));
       } else {
-        f.series.push_back(quoted(dat.string()) + " using 1:3 with lines lw 2 title " + quoted(label + " held-out"));
-        f.series.push_back(quoted(dat.string()) + " using 1:2 with lines dt 2 title " + quoted(label + " train"));
+        f.series.push_back(dat + " using 1:3 with lines lw 2 title " + gnuplot_string(label + " held-out"));
+        f.series.push_back(dat + " using 1:2 with lines dt 2 title " + gnuplot_string(label + " train"));
       }
     }
 }
 
 // gap: one point per group (x = n) with its CI; eps: one point per arm (x = ε) with its sd.
-void write_sweep_points(const fs::path& dat, const json& t, bool gap) {
-  std::ofstream out(dat);
+std::string sweep_points(const json& t, bool gap) {
+  std::ostringstream out;
   for (const auto& g : t["groups"])
     for (const auto& a : g["arms"]) {
       if (gap && g.contains("x") && a.contains("vs_baseline") && a["vs_baseline"].contains("ci_low")) {
@@ -121,25 +220,21 @@ void write_sweep_points(const fs::path& dat, const json& t, bool gap) {
         out << a["x"].get<double>() << " " << a["acc_mean"].get<double>() << " " << a.value("acc_sd", 0.0) << "\n";
       }
     }
+  return out.str();
 }
 
-// The paper's values, where the definition gives them per group or arm; returns how many.
-int write_sweep_paper_points(const fs::path& pdat, const json& t, bool gap) {
-  std::ofstream pout(pdat);
-  int paper_points = 0;
+// The paper's values, where the definition gives them per group or arm (empty when it gives none).
+std::string sweep_paper_points(const json& t, bool gap) {
+  std::ostringstream pout;
   for (const auto& g : t["groups"])
     for (const auto& a : g["arms"]) {
       if (!a.contains("paper")) continue;
-      if (gap && g.contains("x") && a["paper"].contains("diff")) {
+      if (gap && g.contains("x") && a["paper"].contains("diff"))
         pout << g["x"].get<double>() << " " << a["paper"]["diff"].get<double>() << "\n";
-        ++paper_points;
-      }
-      if (!gap && a.contains("x") && a["paper"].contains("acc")) {
+      if (!gap && a.contains("x") && a["paper"].contains("acc"))
         pout << a["x"].get<double>() << " " << a["paper"]["acc"].get<double>() << "\n";
-        ++paper_points;
-      }
     }
-  return paper_points;
+  return pout.str();
 }
 
 // kind "gap_vs_n": the paired gap against n; kind "eps": the final accuracy against ε. Ours, and the
@@ -150,24 +245,22 @@ void draw_sweep(Figure& f, const json& t, const std::string& kind) {
          gap ? "paired gap vs baseline (pp), 95% bootstrap CI" : "final test accuracy (%), mean +- sd");
   f.gp << "set logscale x\n";
   if (!gap) f.gp << "set format x '10^{%L}'\nset xrange [3e-9:0.3]\n";
-  const fs::path dat = f.data_file();
-  write_sweep_points(dat, t, gap);
+  const std::string dat = gnuplot_string(f.data_file(sweep_points(t, gap)));
   if (gap) {
     f.gp << "set xzeroaxis lt -1\n";
-    f.series.push_back(quoted(dat.string()) + " using 1:2:3:4 with yerrorlines lw 2 title 'ours'");
+    f.series.push_back(dat + " using 1:2:3:4 with yerrorlines lw 2 title 'ours'");
   } else {
-    f.series.push_back(quoted(dat.string()) + " using 1:2:3 with yerrorlines lw 2 title 'ours'");
+    f.series.push_back(dat + " using 1:2:3 with yerrorlines lw 2 title 'ours'");
   }
-  const fs::path pdat = f.data_file();
-  if (write_sweep_paper_points(pdat, t, gap))
-    f.series.push_back(quoted(pdat.string()) + " using 1:2 with linespoints dt 2 title 'paper'");
+  const std::string paper = sweep_paper_points(t, gap);
+  if (!paper.empty())
+    f.series.push_back(gnuplot_string(f.data_file(paper)) + " using 1:2 with linespoints dt 2 title 'paper'");
 }
 
 // Rows "epoch test min max val" (accuracies in %) at the evaluated epochs of a mean curve; val is NaN
 // where the runs hold no validation split. Returns the rows written and those with a validation value.
-std::pair<int, int> write_accuracy_rows(const fs::path& dat, const json& c) {
+std::pair<int, int> write_accuracy_rows(std::ostream& out, const json& c) {
   const bool has_val = c.contains("val_acc");
-  std::ofstream out(dat);
   int rows = 0, val_rows = 0;
   for (std::size_t i = 0; i < c["epoch"].size(); ++i) {
     if (c["test_acc"][i].is_null()) continue;
@@ -193,28 +286,24 @@ void draw_accuracy(Figure& f, const json& t) {
   for (const auto& g : t["groups"])
     for (const auto& a : g["arms"]) {
       if (!a.contains("curve")) continue;
-      const fs::path dat = f.data_file();
-      const auto [rows, val_rows] = write_accuracy_rows(dat, a["curve"]);
+      std::ostringstream out;
+      const auto [rows, val_rows] = write_accuracy_rows(out, a["curve"]);
       if (!rows) continue;
+      const std::string dat = gnuplot_string(f.data_file(out.str()));
       const std::string lc = " lc " + std::to_string(++colour);
       const std::string label = group_prefix(t, g) + a.value("label", a["id"].get<std::string>()) + ", " +
                                 std::to_string(a.value("n", 0)) + " seeds";
-      f.series.push_back(quoted(dat.string()) + " using 1:3:4 with filledcurves" + lc + " notitle");
-      f.series.push_back(quoted(dat.string()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6" + lc + " title " +
-                         quoted(label));
+      f.series.push_back(dat + " using 1:3:4 with filledcurves" + lc + " notitle");
+      f.series.push_back(dat + " using 1:2 with linespoints lw 2 pt 7 ps 0.6" + lc + " title " + gnuplot_string(label));
       if (val_rows)
-        f.series.push_back(quoted(dat.string()) + " using 1:5 with linespoints dt 2 pt 6 ps 0.6" + lc + " title " +
-                           quoted(label + ", validation"));
+        f.series.push_back(dat + " using 1:5 with linespoints dt 2 pt 6 ps 0.6" + lc + " title " +
+                           gnuplot_string(label + ", validation"));
     }
 }
 
 // The data of the paired figure, one column per comparison: the per-seed differences, the mean with
 // its CI, the paper's value, and the column's tic.
-class PairedColumns {
- public:
-  PairedColumns(const fs::path& seeds, const fs::path& mean, const fs::path& paper)
-      : seeds_out_(seeds), mean_out_(mean), paper_out_(paper) {}
-
+struct PairedColumns {
   void add(const std::string& label, const json& c, const json& paper) {
     if (!c.contains("differences") || c["differences"].empty()) return;
     const double x = ++columns;
@@ -222,28 +311,20 @@ class PairedColumns {
     for (std::size_t j = 0; j < d.size(); ++j) {
       // Seeds spread across the left of the column, so that equal differences stay visible.
       const double jitter = d.size() > 1 ? 0.3 * double(j) / double(d.size() - 1) : 0.15;
-      seeds_out_ << x - 0.3 + jitter << " " << d[j]["diff"].get<double>() << "\n";
+      seeds << x - 0.3 + jitter << " " << d[j]["diff"].get<double>() << "\n";
     }
-    mean_out_ << x + 0.15 << " " << c["diff_mean"].get<double>() << " "
-              << c.value("ci_low", c["diff_mean"].get<double>()) << " "
-              << c.value("ci_high", c["diff_mean"].get<double>()) << "\n";
+    mean << x + 0.15 << " " << c["diff_mean"].get<double>() << " " << c.value("ci_low", c["diff_mean"].get<double>())
+         << " " << c.value("ci_high", c["diff_mean"].get<double>()) << "\n";
     if (paper.is_object() && paper.contains("diff") && paper["diff"].is_number()) {
-      paper_out_ << x + 0.15 << " " << paper["diff"].get<double>() << "\n";
+      paper_values << x + 0.15 << " " << paper["diff"].get<double>() << "\n";
       ++paper_points;
     }
-    tics.push_back(quoted(label) + " " + std::to_string(columns));
-  }
-  void close() {
-    seeds_out_.close();
-    mean_out_.close();
-    paper_out_.close();
+    tics.push_back(gnuplot_string(label) + " " + std::to_string(columns));
   }
 
+  std::ostringstream seeds, mean, paper_values;
   std::vector<std::string> tics;
   int paper_points = 0, columns = 0;
-
- private:
-  std::ofstream seeds_out_, mean_out_, paper_out_;
 };
 
 // One column per comparison (every arm against the baseline, then the named contrasts): the
@@ -253,10 +334,7 @@ void draw_paired(Figure& f, const json& t) {
   const bool grok = t.value("analysis", "") == "grok";
   f.head("", grok ? "paired difference of the held-out tail mean (arm - baseline), fraction"
                   : "paired difference of final test accuracy (arm - baseline), pp");
-  const fs::path seeds_dat = f.data_file();
-  const fs::path mean_dat = f.data_file();
-  const fs::path paper_dat = f.data_file();
-  PairedColumns cols(seeds_dat, mean_dat, paper_dat);
+  PairedColumns cols;
   const std::string base = t.value("baseline", "");
   for (const auto& g : t["groups"]) {
     const std::string prefix = group_prefix(t, g);
@@ -267,16 +345,17 @@ void draw_paired(Figure& f, const json& t) {
       cols.add(prefix + k["arm"].get<std::string>() + " - " + k["baseline"].get<std::string>(), k["vs_baseline"],
                k.value("paper", json()));
   }
-  cols.close();
   if (!cols.columns) return;
   f.gp << "set xrange [0.4:" << cols.columns + 0.6 << "]\nset xtics (";
   for (std::size_t i = 0; i < cols.tics.size(); ++i) f.gp << (i ? ", " : "") << cols.tics[i];
   f.gp << ") rotate by 30 right noenhanced\nset xzeroaxis lt -1 lw 1.5\nset bmargin 8\n";
-  f.series.push_back(quoted(seeds_dat.string()) + " using 1:2 with points pt 7 ps 0.8 lc 1 title 'per seed'");
-  f.series.push_back(quoted(mean_dat.string()) +
+  f.series.push_back(gnuplot_string(f.data_file(cols.seeds.str())) +
+                     " using 1:2 with points pt 7 ps 0.8 lc 1 title 'per seed'");
+  f.series.push_back(gnuplot_string(f.data_file(cols.mean.str())) +
                      " using 1:2:3:4 with yerrorbars lw 2 pt 5 ps 1.2 lc 2 title 'mean, 95% bootstrap CI'");
   if (cols.paper_points)
-    f.series.push_back(quoted(paper_dat.string()) + " using 1:2 with points pt 6 ps 1.6 lc 3 title 'paper'");
+    f.series.push_back(gnuplot_string(f.data_file(cols.paper_values.str())) +
+                       " using 1:2 with points pt 6 ps 1.6 lc 3 title 'paper'");
 }
 
 void draw(Figure& f, const json& t, const std::string& kind) {
@@ -293,50 +372,49 @@ void draw(Figure& f, const json& t, const std::string& kind) {
 }
 
 // gnuplot exits 0 even when its PNG could not be written in full: a PNG ends with its IEND chunk.
-void check_png_complete(const fs::path& png_path, const fs::path& figure) {
-  std::ifstream png(png_path, std::ios::binary | std::ios::ate);
-  const auto size = png ? std::streamoff(png.tellg()) : std::streamoff(0);
-  std::string tail(8, '\0');
-  if (size >= 8) {
-    png.seekg(size - 8);
-    png.read(tail.data(), 8);
-  }
-  if (size < 8 || tail != std::string("IEND\xAE\x42\x60\x82", 8))
-    throw io::IoError(figure.string() + ": gnuplot wrote an incomplete PNG (" + std::to_string(size) + " bytes)");
+void check_png_complete(const std::string& png, const fs::path& figure) {
+  if (png.size() < 8 || png.compare(png.size() - 8, 8, std::string("IEND\xAE\x42\x60\x82", 8)) != 0)
+    throw io::IoError(figure.string() + ": gnuplot wrote an incomplete PNG (" + std::to_string(png.size()) + " bytes)");
 }
 
-// Writes the script (the settings, then the plot command) and has gnuplot draw FIGURE.
-void render(Figure& f, const fs::path& script, const fs::path& figure) {
-  f.gp << "plot ";
-  for (std::size_t i = 0; i < f.series.size(); ++i) f.gp << (i ? ", \\\n     " : "") << f.series[i];
-  f.gp << "\n";
-  std::ofstream(script) << f.gp.str();
-  io::write_file_atomically(figure, [&](const fs::path& tmp) {
-    if (tmp != f.output) throw io::IoError(tmp.string() + ": unexpected temporary name");
-    run_gnuplot(script);
-    check_png_complete(tmp, figure);
-  });
+// Writes the figure's data files and script into a fresh scratch folder, has gnuplot draw it
+// there, and moves the PNG into place atomically.
+void render(const FigureScript& f, const fs::path& figure) {
+  const ScratchFolder work;
+  for (const auto& [name, content] : f.files) work.write(name, content);
+  work.write("figure.gp", f.script);
+  run_gnuplot(work, "figure.gp");
+  const std::string png = work.read("figure.png", std::size_t(64) << 20);
+  check_png_complete(png, figure);
+  io::write_file_atomically(figure, png);
 }
 
 }  // namespace
+
+FigureScript figure_script(const json& t, const std::string& kind) {
+  Figure f(figure_title(t));
+  draw(f, t, kind);
+  FigureScript out;
+  if (f.series.empty()) return out;
+  out.script = f.gp.str() + "plot ";
+  for (std::size_t i = 0; i < f.series.size(); ++i) out.script += (i ? ", \\\n     " : "") + f.series[i];
+  out.script += "\n";
+  out.files = std::move(f.files);
+  return out;
+}
 
 std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, const std::string& stem) {
   std::vector<std::string> written;
   if (!t.contains("plots") || t["plots"].empty()) return written;
   fs::create_directories(out_dir);
-  const fs::path work = fs::temp_directory_path() / ("stiefel-plot-" + std::to_string(::getpid()));
-  fs::create_directories(work);
-  const std::string title = figure_title(t);
   for (const auto& kind_j : t["plots"]) {
     const std::string kind = kind_j;
+    const auto script = figure_script(t, kind);
+    if (script.script.empty()) continue;
     const fs::path figure = fs::path(out_dir) / (stem + "-" + kind + ".png");
-    Figure f(work, io::temporary_path(figure), title);
-    draw(f, t, kind);
-    if (f.series.empty()) continue;
-    render(f, work / (kind + ".gp"), figure);
+    render(script, figure);
     written.push_back(figure.string());
   }
-  fs::remove_all(work);
   return written;
 }
 

@@ -296,15 +296,7 @@ void check_run_record(const json& run, const std::string& path) {
   auto bad = [&](const std::string& what) { throw ExperimentError(path + ": " + what); };
   const auto v = schema::run_record().violations(run, 1);
   if (!v.empty()) bad(v[0] + " (" + schema::run_record().name() + "; not a run record of `stiefel train`?)");
-  // What a schema cannot say: the epochs increase, and a completed run was evaluated at its end.
-  std::int64_t last = 0;
-  for (std::size_t i = 0; i < run["epochs"].size(); ++i) {
-    const auto epoch = run["epochs"][i]["epoch"].get<std::int64_t>();
-    if (epoch <= last) bad("/epochs/" + std::to_string(i) + "/epoch: epochs must increase");
-    last = epoch;
-  }
-  if (run["status"] == "completed" && !run["final"].contains("test_acc"))
-    bad("/final/test_acc: missing in a completed run (its last epoch is always evaluated)");
+  if (const auto why = schema::run_record_sequence_violation(run); !why.empty()) bad(why);
 }
 
 GrokMetrics grok_metrics(const json& run, int sustained_windows) {
@@ -409,6 +401,7 @@ json table_header(const AnalysedExperiment& a, int resamples, std::uint64_t boot
 struct GridTally {
   std::set<std::string> datasets, devices;
   std::size_t completed = 0, diverged = 0;
+  json mismatched = json::array();  // {"run", "why"}: records that are not their cell's run, never tabulated
 };
 
 // The runs of one arm in one group, read from RESULTS/runs/ID/run.json.
@@ -431,6 +424,10 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
     if (!fs::exists(path)) continue;
     const auto rec = read_json_file(path.string());
     check_run_record(rec, path.string());
+    if (const auto why = cell_mismatch(rec, run); !why.empty()) {
+      tally.mismatched.push_back({{"run", run.id}, {"why", why}});
+      continue;
+    }
     if (rec.value("status", "") == "diverged") {  // a result: counted, never averaged
       ++tally.diverged;
       const auto& dv = rec.value("divergence", json::object());
@@ -651,6 +648,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
   table["runs_planned"] = ex.runs.size();
   table["runs_completed"] = tally.completed;
   table["runs_diverged"] = tally.diverged;
+  table["runs_mismatched"] = tally.mismatched;
   table["datasets"] = tally.datasets;
   table["devices"] = tally.devices;
   return table;
@@ -727,6 +725,14 @@ void write_runs_line(std::ostream& md, const json& t) {
              << dv["tensor"].get<std::string>() << ")";
   }
   md << "\n";
+  const json mismatched = t.value("runs_mismatched", json::array());
+  if (!mismatched.empty()) {
+    md << "- Not tabulated: " << mismatched.size()
+       << " records that are not their grid cell's run (copied from another cell, or of another budget):";
+    for (const auto& m : mismatched)
+      md << " `" << m["run"].get<std::string>() << "` (" << m["why"].get<std::string>() << ");";
+    md << "\n";
+  }
 }
 
 // The heading and the list under it: section, profile, budget, data, runs and the statistics used.

@@ -3,7 +3,9 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
+#include <sstream>
 #include <stiefel/io/atomic_file.h>
+#include <stiefel/io/bounded_read.h>
 #include <stiefel/io/sha256.h>
 
 namespace stiefel::runner {
@@ -128,6 +130,8 @@ const char* to_string(RunState s) {
       return "completed";
     case RunState::diverged:
       return "diverged";
+    case RunState::mismatched:
+      return "mismatched";
   }
   return "?";
 }
@@ -136,16 +140,72 @@ bool is_finished(RunState s) { return s == RunState::completed || s == RunState:
 
 namespace {
 
+// The last non-blank line of a run's log (its last 4 KiB: a log can be long), or why there is none.
 std::string last_line(const fs::path& log) {
-  std::ifstream in(log);
+  if (!fs::exists(fs::symlink_status(log))) return "";
+  std::string text;
+  try {
+    const auto size = io::check_regular_file(log, std::uintmax_t(-1), "a log");
+    std::ifstream in(log, std::ios::binary);
+    in.seekg(std::streamoff(size > 4096 ? size - 4096 : 0));
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  } catch (const io::IoError& e) {
+    return e.what();
+  }
+  std::istringstream lines(text);
   std::string line, last;
-  while (std::getline(in, line))
+  while (std::getline(lines, line))
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   if (last.size() > 200) last = last.substr(0, 200) + "...";
   return last;
 }
 
 }  // namespace
+
+namespace {
+
+// A completed record is the run's result. A checkpoint beside it (results folders do not keep
+// them) must be the final one the record names: an earlier one it names (a kill between the final
+// record and the checkpoint's commit) is recomputed from by a rerun; one it does not name is damaged
+// or another run's, and a rerun cannot resume from it.
+void check_final_checkpoint(const json& run, const fs::path& dir, RunStatus& s) {
+  const auto ckpt = dir / "checkpoint.pt";
+  if (!run.contains("checkpoints") || !run["checkpoints"].is_object() || run["checkpoints"].empty() ||
+      !fs::exists(fs::symlink_status(ckpt)))
+    return;
+  long long last = -1, matched = -1;
+  const std::string sha = fs::is_regular_file(fs::symlink_status(ckpt)) ? io::sha256_file(ckpt) : std::string();
+  for (const auto& [e, h] : run["checkpoints"].items()) {
+    const long long epoch = std::stoll(e);
+    last = std::max(last, epoch);
+    if (h == sha) matched = epoch;
+  }
+  if (matched == last) return;
+  s.state = RunState::repair;
+  s.detail = matched >= 0 ? "its checkpoint is epoch " + std::to_string(matched) + "'s, not the final one (epoch " +
+                                std::to_string(last) + ") the record names; a rerun recomputes the last epochs from it"
+                          : "its checkpoint matches none the record names (damaged, or another run's); the record " +
+                                std::string("is complete: `rm ") + ckpt.string() +
+                                "` keeps it as the result, and a rerun then skips it";
+}
+
+}  // namespace
+
+RunStatus run_status(const Grid& g, std::size_t k) {
+  RunStatus s = run_status(g.run_dir(k));
+  if (!is_finished(s.state) && s.state != RunState::repair) return s;
+  try {
+    const auto why = reports::cell_mismatch(reports::read_json_file((g.run_dir(k) / "run.json").string()), g.runs[k]);
+    if (!why.empty()) {
+      s.state = RunState::mismatched;
+      s.detail = "its record is not this cell's run: " + why;
+    }
+  } catch (const std::exception& e) {
+    s.state = RunState::failed;
+    s.detail = e.what();
+  }
+  return s;
+}
 
 RunStatus run_status(const fs::path& dir) {
   RunStatus s;
@@ -178,17 +238,7 @@ RunStatus run_status(const fs::path& dir) {
                        .substr(0, 200);
       if (status == "completed") {
         s.state = RunState::completed;
-        // The final checkpoint must be the one the record names (records before checksums have none).
-        if (run.contains("checkpoints") && run["checkpoints"].is_object() && !run["checkpoints"].empty()) {
-          std::string last;
-          for (const auto& [e, h] : run["checkpoints"].items())
-            if (last.empty() || std::stoll(e) > std::stoll(last)) last = e;
-          const auto ckpt = dir / "checkpoint.pt";
-          if (!fs::exists(ckpt) || io::sha256_file(ckpt) != run["checkpoints"][last]) {
-            s.state = RunState::repair;
-            s.detail = "its final checkpoint is not the one the record names; a rerun recomputes it";
-          }
-        }
+        check_final_checkpoint(run, dir, s);
         return s;
       }
     }

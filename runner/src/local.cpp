@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <iomanip>
@@ -39,7 +40,7 @@ using Clock = std::chrono::steady_clock;
 // The bookkeeping of one invocation: what finished, failed or diverged, and the ETA.
 struct Tally {
   std::size_t grid = 0, selected = 0, skipped = 0, pending = 0, done = 0;
-  std::vector<std::string> failed, diverged;
+  std::vector<std::string> failed, diverged, mismatched, elsewhere;
   double busy_seconds = 0;
   Clock::time_point start = Clock::now();
   int jobs = 1;
@@ -47,7 +48,8 @@ struct Tally {
   std::size_t finished() const { return skipped + done + diverged.size(); }
   std::string eta_line(const std::string& id, double secs) const {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    const double left = double(pending - done - failed.size() - diverged.size());
+    const double left =
+        std::max(0.0, double(pending) - double(done + failed.size() + diverged.size() + elsewhere.size()));
     const double eta = left * (busy_seconds / double(done)) / double(jobs);
     std::ostringstream line;
     line << "[" << finished() << "/" << selected << "] " << id << " done in " << format_seconds(secs) << "; elapsed "
@@ -57,20 +59,26 @@ struct Tally {
 };
 
 // Records how one child ended: exit 3 with a "diverged" record is a result (the grid goes on, the
-// table counts it); anything but exit 0 with a completed record is a failure.
+// table counts it); a run another process holds is left to it; a completed record is the result
+// (another process on the same folder may have written it); anything else is a failure.
 void account(Tally& t, const Grid& g, std::size_t k, int wait_status, double secs, std::ostream& progress) {
   const auto& id = g.runs[k].id;
   const auto dir = g.run_dir(k);
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-  const RunState state = run_status(dir).state;
+  const RunState state = run_status(g, k).state;
   if (code == 3 && state == RunState::diverged) {
     t.diverged.push_back(id);
     progress << "[" << t.finished() << "/" << t.selected << "] " << id << " diverged (see "
              << (dir / "run.json").string() << ")\n";
     return;
   }
-  if (code != 0 || state != RunState::completed) {
-    if (!g_stop) t.failed.push_back(id + " (see " + (dir / "log.txt").string() + ")");
+  if (state == RunState::running) {  // another process took the run's lock first: it is that one's
+    t.elsewhere.push_back(id);
+    return;
+  }
+  if (state != RunState::completed) {  // a completed record is the result, whichever process wrote it
+    if (!g_stop)
+      t.failed.push_back(id + " (exit " + std::to_string(code) + "; see " + (dir / "log.txt").string() + ")");
     return;
   }
   ++t.done;
@@ -84,16 +92,41 @@ int summarise(const Tally& t, const Grid& g, std::ostream& progress) {
              << " runs completed; run the same command again to resume\n";
     return 130;
   }
+  if (!t.elsewhere.empty())
+    progress << t.elsewhere.size() << " runs were running in another process and were left to it ("
+             << t.elsewhere.front() << (t.elsewhere.size() > 1 ? ", ..." : "")
+             << "); `stiefel experiment ... --status` follows them\n";
+  if (!t.mismatched.empty()) {
+    progress << t.mismatched.size() << " runs hold a record that is not their cell's (not run over; move each away "
+             << "to run the cell):\n";
+    for (const auto& m : t.mismatched) progress << "  " << m << "\n";
+  }
   if (!t.failed.empty()) {
     progress << t.failed.size() << " runs failed:\n";
     for (const auto& f : t.failed) progress << "  " << f << "\n";
-    return 1;
   }
+  if (!t.failed.empty() || !t.mismatched.empty()) return 1;
   if (!t.diverged.empty())
     progress << t.diverged.size() << " runs diverged (recorded as such; the report counts them): " << t.diverged.front()
              << (t.diverged.size() > 1 ? ", ..." : "") << "\n";
-  progress << "all " << t.selected << " runs finished: " << g.request.out << "\n";
+  if (t.elsewhere.empty())
+    progress << "all " << t.selected << " runs finished: " << g.request.out << "\n";
+  else
+    progress << t.finished() << " of " << t.selected << " runs finished here, " << t.elsewhere.size()
+             << " left to another process: " << g.request.out << "\n";
   return 0;
+}
+
+// A run folder OUT/runs/GROUP/ARM/seed-S is written only when none of the folders on the way from
+// OUT/runs to it is a symbolic link: a link planted in a results folder would lead the run's files out.
+void check_inside_results(const Grid& g, std::size_t k) {
+  fs::path p = g.out / "runs";
+  const auto check = [](const fs::path& q) {
+    if (fs::is_symlink(fs::symlink_status(q)))
+      throw std::runtime_error(q.string() + ": a symbolic link; a run is written only inside its results folder");
+  };
+  check(p);
+  for (const auto& part : fs::path(g.runs[k].id)) check(p /= part);
 }
 
 }  // namespace
@@ -111,16 +144,23 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
   t.jobs = o.jobs;
   std::vector<std::size_t> pending;
   for (const auto k : indices) {
-    if (is_finished(run_status(g.run_dir(k)).state))
+    const auto st = run_status(g, k);
+    if (is_finished(st.state))
       ++t.skipped;
+    else if (st.state == RunState::mismatched)  // another cell's or budget's record: never run over
+      t.mismatched.push_back(g.runs[k].id + " (" + (g.run_dir(k) / "run.json").string() + "): " + st.detail);
+    else if (st.state == RunState::running)  // another process holds its lock: left to it
+      t.elsewhere.push_back(g.runs[k].id);
     else
       pending.push_back(k);
   }
   t.pending = pending.size();
   progress << g.experiment.name << " [" << g.experiment.profile << "]: " << t.grid << " runs in the grid";
   if (!o.shard.empty()) progress << ", " << t.selected << " in shard " << o.shard;
-  progress << "; " << t.skipped << " already finished (skipped), " << pending.size() << " to run, " << o.jobs
-           << " at a time\n";
+  progress << "; " << t.skipped << " already finished (skipped), ";
+  if (!t.mismatched.empty()) progress << t.mismatched.size() << " mismatched (left as they are), ";
+  if (!t.elsewhere.empty()) progress << t.elsewhere.size() << " running in another process (left to it), ";
+  progress << pending.size() << " to run, " << o.jobs << " at a time\n";
   if (g.experiment.profile_spec.contains("reductions"))
     progress << "reductions: " << g.experiment.profile_spec["reductions"].get<std::string>() << "\n";
 
@@ -144,8 +184,17 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
     forward_stop();
     while (!g_stop && next < pending.size() && int(running.size()) < o.jobs) {
       const auto k = pending[next++];
-      fs::create_directories(g.run_dir(k));
-      running[detail::spawn_logged(o.executable, run_arguments(g, k), g.run_dir(k) / "log.txt")] = {k, Clock::now()};
+      if (run_status(g, k).state == RunState::running) {  // taken by another process since the plan
+        t.elsewhere.push_back(g.runs[k].id);
+        continue;
+      }
+      try {
+        check_inside_results(g, k);
+        fs::create_directories(g.run_dir(k));
+        running[detail::spawn_logged(o.executable, run_arguments(g, k), g.run_dir(k) / "log.txt")] = {k, Clock::now()};
+      } catch (const std::exception& e) {  // this run cannot start; the others go on
+        t.failed.push_back(g.runs[k].id + ": " + e.what());
+      }
     }
     if (running.empty()) break;
     int status = 0;

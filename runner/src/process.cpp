@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,18 +16,30 @@ namespace stiefel::runner::detail {
 
 pid_t spawn_logged(const std::string& executable, const std::vector<std::string>& args,
                    const std::filesystem::path& log) {
+  // The log is opened here, never through a link (O_NOFOLLOW) and only as a regular file: a link
+  // planted in a results folder must not make the run append to a file outside it.
+  const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::runtime_error(log.string() + ": cannot be opened as the run's log (" +
+                             (errno == ELOOP ? std::string("a symbolic link") : std::string(std::strerror(errno))) +
+                             ")");
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    throw std::runtime_error(log.string() + ": not a regular file (the run's log must be one)");
+  }
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int e = errno;
+    close(fd);
+    throw std::runtime_error(std::string("fork failed: ") + std::strerror(e));
+  }
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      close(fd);
-    }
+    dup2(fd, STDOUT_FILENO);  // dup2 clears close-on-exec on the copies
+    dup2(fd, STDERR_FILENO);
     std::vector<char*> argv;
     static std::string self = "stiefel";
     argv.push_back(self.data());
@@ -35,6 +48,7 @@ pid_t spawn_logged(const std::string& executable, const std::vector<std::string>
     execv(executable.c_str(), argv.data());
     _exit(127);
   }
+  close(fd);
   return pid;
 }
 

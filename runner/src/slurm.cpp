@@ -159,8 +159,8 @@ void plan_tasks(SlurmPlan& p, const Grid& g, const SlurmOptions& o, const std::m
   for (std::size_t t = 0; t < p.task_count; ++t) {
     bool unfinished = false, held = false;
     for (const auto k : shard_runs(n, Shard{t + 1, p.task_count})) {
-      const RunState state = run_status(g.run_dir(k)).state;
-      if (is_finished(state)) continue;
+      const RunState state = run_status(g, k).state;
+      if (is_finished(state) || state == RunState::mismatched) continue;  // a mismatched record is never rerun over
       unfinished = true;
       // Queued in an earlier submission, or running now (here or anywhere that holds its lock).
       held = held || queued.count(k) > 0 || state == RunState::running;

@@ -13,7 +13,7 @@ using nlohmann::json;
 GridStatus grid_status(const Grid& g, const std::map<std::size_t, std::string>& queued) {
   GridStatus s;
   for (std::size_t k = 0; k < g.runs.size(); ++k) {
-    auto r = run_status(g.run_dir(k));
+    auto r = run_status(g, k);
     const auto q = queued.find(k);
     if (q != queued.end() && !is_finished(r.state) && r.state != RunState::running) {
       r.state = RunState::queued;
@@ -52,7 +52,7 @@ void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
   out << g.experiment.name << " [" << g.experiment.profile << "]: " << g.runs.size() << " runs:";
   bool first = true;
   for (const auto st : {RunState::completed, RunState::diverged, RunState::running, RunState::queued, RunState::failed,
-                        RunState::repair, RunState::missing}) {
+                        RunState::repair, RunState::mismatched, RunState::missing}) {
     const auto it = s.counts.find(st);
     out << (first ? " " : ", ") << (it == s.counts.end() ? 0 : it->second) << " " << to_string(st);
     first = false;
@@ -66,6 +66,7 @@ void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
     line << std::left << std::setw(int(width) + 2) << g.runs[k].id << std::setw(10) << to_string(r.state);
     if (r.epochs > 0 && r.state != RunState::missing) line << "epoch " << r.epoch << "/" << r.epochs;
     if (r.state == RunState::queued) line << "  " << r.detail;
+    if (r.state == RunState::mismatched) line << "  " << (g.run_dir(k) / "run.json").string() << ": " << r.detail;
     if (r.state == RunState::failed || r.state == RunState::repair) {
       line << "  log " << (g.run_dir(k) / "log.txt").string();
       if (const auto sl = slurm_log(g, k); !sl.empty()) line << ", Slurm " << sl.string();

@@ -39,7 +39,8 @@ const std::set<std::string>& keywords() {
                                           "$defs",
                                           "$comment",
                                           "title",
-                                          "description"};
+                                          "description",
+                                          "default"};
   return k;
 }
 
@@ -345,6 +346,62 @@ std::vector<std::string> Validator::violations(const json& instance, std::size_t
 void Validator::check(const json& instance, const std::string& source) const {
   const auto v = violations(instance, 1);
   if (!v.empty()) throw std::invalid_argument(source + ": " + v.front() + " (" + compiled_->name + ")");
+}
+
+nlohmann::json parse_bounded(const std::string& text, const std::string& source) {
+  struct TooDeep {};
+  const nlohmann::json::parser_callback_t bound = [](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    if (depth > kMaxDepth) throw TooDeep{};
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(text, bound);
+  } catch (const TooDeep&) {
+    throw std::invalid_argument(source + ": nested more than " + std::to_string(kMaxDepth) +
+                                " levels deep (no file of stiefel is)");
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number beyond double
+    throw std::invalid_argument(source + ": not valid JSON (" + e.what() + ")");
+  }
+}
+
+std::string run_record_sequence_violation(const nlohmann::json& run) {
+  const auto& epochs = run.at("epochs");
+  const auto& config = run.at("config");
+  const auto& planned = config.at("epochs");
+  if (!planned.is_number_integer() || planned.get<std::int64_t>() < 1) return "/config/epochs: " + planned.dump();
+  const std::int64_t total = planned.get<std::int64_t>();
+  // The image task records every epoch, the grokking task its evaluated ones (every eval_every-th
+  // and the last); a record from before eval_every was recorded is held to the stride of its first.
+  std::int64_t every = 1;
+  if (config.contains("eval_every") && config["eval_every"].is_number_integer())
+    every = std::max<std::int64_t>(1, config["eval_every"].get<std::int64_t>());
+  else if (!epochs.empty() && epochs[0].at("epoch").is_number_integer())
+    every = std::max<std::int64_t>(1, epochs[0]["epoch"].get<std::int64_t>());
+  const auto expected = [&](std::size_t i, std::int64_t stride) {
+    const std::int64_t e = std::int64_t(i + 1) * stride;
+    return e > total ? total : e;
+  };
+  bool all = true, evaluated = true;
+  std::int64_t last = 0;
+  for (std::size_t i = 0; i < epochs.size(); ++i) {
+    const auto& e = epochs[i].at("epoch");
+    const std::string where = "/epochs/" + std::to_string(i) + "/epoch: " + e.dump();
+    if (!e.is_number_integer() || e.get<std::int64_t>() <= last || e.get<std::int64_t>() > total)
+      return where + " (a record's epochs increase from 1 to config.epochs " + std::to_string(total) + ")";
+    last = e.get<std::int64_t>();
+    all = all && last == std::int64_t(i) + 1;
+    evaluated = evaluated && last == expected(i, every) && (i == 0 || last != expected(i - 1, every));
+    if (!all && !evaluated)
+      return where + ", expected " + std::to_string(i + 1) + " (every epoch) or " + std::to_string(expected(i, every)) +
+             " (every " + std::to_string(every) + "th and the last): an epoch is missing, repeated or renumbered";
+  }
+  if (run.at("status") != "completed") return "";
+  if (last != total)
+    return "/epochs: a completed run of " + std::to_string(total) + " epochs whose records end at epoch " +
+           std::to_string(last);
+  if (!run.at("final").contains("test_acc"))
+    return "/final/test_acc: missing in a completed run (its last epoch is always evaluated)";
+  return "";
 }
 
 }  // namespace stiefel::schema

@@ -6,6 +6,7 @@
 #include <stiefel/reports/ledger.h>
 #include <stiefel/reports/plots.h>
 #include <stiefel/reports/tables.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -395,6 +396,15 @@ json image_run(int epochs, double test, double val) {
   return r;
 }
 
+// RECORD as `stiefel train` writes it for CELL: its options are the cell's settings, its config
+// names the cell's arm and seed (a report counts a record only in its own cell).
+json run_of_cell(json record, const RunSpec& cell) {
+  record["options"] = cell.train;
+  record["config"]["seed"] = cell.seed;
+  record["config"]["arm"] = cell.train["arm"];
+  return record;
+}
+
 json selection_definition() {
   return json::parse(R"json({
     "name": "sel", "title": "Selection (n = 100, 5 epochs)", "task": "image", "analysis": "paired", "seeds": 2,
@@ -419,7 +429,8 @@ TEST(Tables, SelectionPicksTheHighestMeanValidationAccuracy) {
   const PerSeed val = {{"a", {0.40, 0.42}}, {"b", {0.50, 0.52}}, {"c", {0.45, 0.47}}};
   const PerSeed test = {{"a", {0.30, 0.31}}, {"b", {0.35, 0.37}}, {"c", {0.60, 0.61}}};
   for (const auto& r : ex.runs)
-    f.write(fs::path("runs") / r.id / "run.json", image_run(5, test.at(r.arm)[r.seed], val.at(r.arm)[r.seed]));
+    f.write(fs::path("runs") / r.id / "run.json",
+            run_of_cell(image_run(5, test.at(r.arm)[r.seed], val.at(r.arm)[r.seed]), r));
   const auto t = analyse_results(f.dir.string(), 200);
   EXPECT_TRUE(t["at_paper_budget"].get<bool>());
   ASSERT_TRUE(t.contains("selection"));
@@ -668,4 +679,225 @@ TEST(Ledger, MalformedClaimsAreRefusedNamingTheClaimAndTheField) {
       EXPECT_NE(std::string(e.what()).find("claims.json: " + c.message), std::string::npos) << e.what();
     }
   }
+}
+
+// ---- Text from definitions and results never reaches a shell or gnuplot's evaluation ----
+
+// Texts that a shell, or gnuplot inside a double-quoted string, would evaluate: each would make a
+// file MARKER-k if it ran.
+std::vector<std::string> hostile_texts(const fs::path& marker) {
+  const std::string m = marker.string();
+  return {"`touch " + m + "-1`",
+          "x\" . system(\"touch " + m + "-2\") . \"",
+          "'; system('touch " + m + "-3'); print '",
+          "$(touch " + m + "-4) ; touch " + m + "-5",
+          "@macro and @@ and \\`touch " + m + "-6\\`",
+          "two\nlines `touch " + m + "-7`",
+          "back\\slash \\n \"quotes\" 'single' \\",
+          std::string("tab\tcr\rnul") + std::string(1, '\0') + "end"};
+}
+
+// What gnuplot shows for TEXT: control characters other than tab and line break as U+FFFD.
+std::string shown(const std::string& text) {
+  std::string s;
+  for (const char c : text)
+    s += (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n') ? std::string("\xEF\xBF\xBD")
+                                                                          : std::string(1, c);
+  return s;
+}
+
+bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
+
+// A private folder for one test, removed at the end.
+struct TempFolder {
+  fs::path dir;
+  explicit TempFolder(const std::string& name)
+      : dir(fs::temp_directory_path() / ("stiefel-plots-test-" + std::to_string(::getpid()) + "-" + name)) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~TempFolder() { fs::remove_all(dir); }
+};
+
+std::vector<std::string> entries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) names.push_back(e.path().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Plots, GnuplotShowsEveryHostileTextAsItIsAndRunsNothing) {
+  if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot";
+  TempFolder t("print");
+  const auto texts = hostile_texts(t.dir / "ran");
+  std::string script = "macro = 'EXPANDED'\nset print " + gnuplot_string((t.dir / "printed.txt").string()) + "\n";
+  std::string expected;
+  for (const auto& s : texts) {
+    script += "print " + gnuplot_string(s) + "\n";
+    expected += shown(s) + "\n";
+  }
+  std::ofstream(t.dir / "print.gp") << script;
+  ASSERT_EQ(std::system(("gnuplot '" + (t.dir / "print.gp").string() + "' 2>/dev/null").c_str()), 0) << script;
+  std::ifstream in(t.dir / "printed.txt", std::ios::binary);
+  const std::string printed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(printed, expected);
+  EXPECT_EQ(entries(t.dir), (std::vector<std::string>{(t.dir / "print.gp").string(), (t.dir / "printed.txt").string()}))
+      << "gnuplot ran a command";
+}
+
+// A table whose title, labels and group labels are the hostile texts, with completed runs, so that
+// every kind of figure has series to draw.
+json hostile_table(const fs::path& marker, const fs::path& dir) {
+  const auto texts = hostile_texts(marker);
+  json d = selection_definition();
+  d["title"] = texts[0] + texts[5];
+  d["plots"] = {"accuracy", "paired", "isometry", "eps"};
+  for (std::size_t i = 0; i < d["arms"].size(); ++i) {
+    d["arms"][i]["label"] = texts[1 + i];
+    d["arms"][i]["x"] = 1e-8 * std::pow(100.0, double(i));
+  }
+  d["groups"] = {{{"id", "main"}, {"label", texts[6] + texts[7]}}};
+  const auto ex = resolve(d, "paper", "t.json");
+  json grid = json::array();
+  for (const auto& r : ex.runs) grid.push_back({{"id", r.id}, {"train", r.train}});
+  fs::create_directories(dir);
+  std::ofstream(dir / "experiment.json")
+      << json({{"definition", d}, {"profile", "paper"}, {"grid", grid}, {"source", texts[3]}}).dump(2);
+  for (const auto& r : ex.runs) {
+    fs::create_directories(dir / "runs" / r.id);
+    std::ofstream(dir / "runs" / r.id / "run.json")
+        << run_of_cell(image_run(5, 0.3 + 0.01 * double(r.seed), 0.4), r).dump(2);
+  }
+  return analyse_results(dir.string(), 200, 0, "");
+}
+
+// TMPDIR set to DIR for one scope.
+struct ScopedEnv {
+  std::string name, old;
+  bool had;
+  ScopedEnv(const std::string& n, const std::string& value) : name(n), had(std::getenv(n.c_str()) != nullptr) {
+    if (had) old = std::getenv(n.c_str());
+    ::setenv(n.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() { had ? (void)::setenv(name.c_str(), old.c_str(), 1) : (void)::unsetenv(name.c_str()); }
+};
+
+TEST(Plots, HostileTitlesLabelsAndOutputFolderRunNothingAndWriteOnlyTheFigures) {
+  if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot";
+  TempFolder t("hostile");
+  const fs::path marker = t.dir / "ran";
+  const auto table = hostile_table(marker, t.dir / "results");
+  // The scratch folder's old predictable name, planted as a link to a folder it must never write.
+  fs::create_directories(t.dir / "tmp");
+  fs::create_directories(t.dir / "victim");
+  fs::create_directory_symlink(t.dir / "victim", t.dir / "tmp" / ("stiefel-plot-" + std::to_string(::getpid())));
+  const ScopedEnv tmpdir("TMPDIR", (t.dir / "tmp").string());
+  const fs::path out =
+      t.dir / ("report `touch " + marker.string() + "-out` $(touch " + marker.string() + "-out2) \" '");
+  const auto files = draw_plots(table, out.string(), "hostile-paper");
+  EXPECT_EQ(files.size(), 4u);
+  for (const auto& f : files) EXPECT_EQ(fs::path(f).parent_path(), out) << f;
+  for (int k = 1; k <= 7; ++k) EXPECT_FALSE(fs::exists(marker.string() + "-" + std::to_string(k))) << k;
+  EXPECT_FALSE(fs::exists(marker.string() + "-out"));
+  EXPECT_FALSE(fs::exists(marker.string() + "-out2"));
+  EXPECT_TRUE(fs::is_empty(t.dir / "victim")) << "written through the planted link";
+  // Nothing left in TMPDIR but the planted link: the scratch folder is gone.
+  EXPECT_EQ(entries(t.dir / "tmp"),
+            (std::vector<std::string>{(t.dir / "tmp" / ("stiefel-plot-" + std::to_string(::getpid()))).string()}));
+  // The figures and nothing else were written under the output folder.
+  std::vector<std::string> expected = files;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(entries(out), expected);
+}
+
+TEST(Plots, AFailingGnuplotLeavesNoScratchFolderAndNoFigure) {
+  TempFolder t("failing");
+  fs::create_directories(t.dir / "bin");
+  fs::create_directories(t.dir / "tmp");
+  std::ofstream(t.dir / "bin" / "gnuplot") << "#!/bin/sh\necho 'cannot draw this' >&2\nexit 1\n";
+  fs::permissions(t.dir / "bin" / "gnuplot", fs::perms::owner_all);
+  const auto table = hostile_table(t.dir / "ran", t.dir / "results");
+  const ScopedEnv path("PATH", (t.dir / "bin").string());
+  const ScopedEnv tmpdir("TMPDIR", (t.dir / "tmp").string());
+  try {
+    draw_plots(table, (t.dir / "out").string(), "hostile-paper");
+    ADD_FAILURE() << "a failing gnuplot was not reported";
+  } catch (const ExperimentError& e) {
+    EXPECT_NE(std::string(e.what()).find("gnuplot failed (exit 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot draw this"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_empty(t.dir / "tmp"));
+  EXPECT_TRUE(!fs::exists(t.dir / "out") || fs::is_empty(t.dir / "out"));
+}
+
+// ---- Records are checked against their grid cell; counts and files are bounded ----
+
+TEST(CellCheck, ARecordMatchesOnlyItsOwnCell) {
+  const auto ex = resolve(definition(), "paper", "t.json");
+  const auto& cell = ex.runs[1];  // g1/b/seed-0: arm b2, n 200, epochs 9
+  json record = {{"options", {{"task", "image"}, {"arm", "b2"}, {"seed", 0}, {"n", 200}, {"epochs", 9}}},
+                 {"config", {{"eps", 1e-8}}}};
+  EXPECT_EQ(cell_mismatch(record, cell), "");
+  EXPECT_NE(cell_mismatch(record, ex.runs[0]), "");  // g1/a/seed-0: another arm, another budget
+  auto other = record;
+  other["options"]["seed"] = 1;
+  EXPECT_EQ(cell_mismatch(other, cell), "seed 1 (the cell's: 0)");
+  other = record;
+  other["options"]["batch"] = 128;  // a setting the cell leaves at its default (256)
+  EXPECT_EQ(cell_mismatch(other, cell), "batch 128 (the cell's: 256)");
+  other = record;
+  other["options"]["eps"] = -1;  // the task's default, resolved in the config
+  auto with_eps = cell;
+  with_eps.train["eps"] = 1e-8;
+  EXPECT_EQ(cell_mismatch(other, with_eps), "");
+  with_eps.train["eps"] = 1e-6;
+  EXPECT_EQ(cell_mismatch(other, with_eps), "eps 1e-08 (the cell's: 1e-06)");
+  EXPECT_EQ(cell_mismatch(json::object(), cell).substr(0, 4), "seed");  // no options, no config
+}
+
+TEST(ExperimentGrid, SeedCountsThatWouldWrapAreRefused) {
+  for (const json& seeds : {json(4294967297ULL), json(2147483648LL), json(1e20), json(0), json(-1), json(1001)}) {
+    auto d = definition();
+    d["seeds"] = seeds;
+    EXPECT_THROW(resolve(d, "paper", "t.json"), ExperimentError) << seeds;
+    d = definition();
+    d["arms"][1]["seeds"] = seeds;
+    EXPECT_THROW(resolve(d, "paper", "t.json"), ExperimentError) << seeds;
+  }
+}
+
+TEST(RunRecord, EpochsMissingRepeatedOrRenumberedAreRefused) {
+  const auto good = image_run(4, 0.6, 0.55);
+  EXPECT_NO_THROW(check_run_record(good, "r.json"));
+  for (const json& epochs :
+       {json::array({1, 3, 4}), json::array({1, 1, 2, 3, 4}), json::array({1, 2, 3, 1e30}), json::array({1, 2, 3})}) {
+    auto r = good;
+    r["epochs"] = json::array();
+    for (const auto& e : epochs) {
+      auto m = good["epochs"][0];
+      m["epoch"] = e;
+      r["epochs"].push_back(m);
+    }
+    EXPECT_THROW(check_run_record(r, "r.json"), ExperimentError) << epochs;
+  }
+}
+
+TEST(Files, FifosDevicesFoldersAndDeepNestingAreRefusedAtOnce) {
+  TempFolder t("files");
+  ASSERT_EQ(::mkfifo((t.dir / "fifo.json").c_str(), 0600), 0);
+  const auto refused = [](const std::string& path, const std::string& what) {
+    try {
+      read_json_file(path);
+      ADD_FAILURE() << path << " was read";
+    } catch (const ExperimentError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  refused((t.dir / "fifo.json").string(), "fifo.json: a FIFO, not a JSON file");
+  refused("/dev/zero", "/dev/zero: a character device, not a JSON file");
+  refused(t.dir.string(), ": a folder, not a JSON file");
+  std::ofstream(t.dir / "deep.json") << std::string(100000, '[') << std::string(100000, ']');
+  refused((t.dir / "deep.json").string(), "deep.json: nested more than 64 levels deep");
+  std::ofstream(t.dir / "ok.json") << std::string(64, '[') << std::string(64, ']');
+  EXPECT_NO_THROW(read_json_file((t.dir / "ok.json").string()));
 }

@@ -2,6 +2,7 @@
 // mismatched checkpoint is refused with std::invalid_argument naming the file — never another
 // exception, never a silent load.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <random>
 #include <stiefel/training/checkpoint.h>
@@ -170,6 +171,43 @@ TEST(Checkpoint, DamagedBytesAreRefusedNeverCrash) {
 // LibTorch trusts data.pkl's storage references: a key naming another tensor's record gives a
 // tensor whose memory is not its own (the fuzzer found it freeing a pointer never allocated).
 // Each key must be used once and match its record's size.
+// Little-endian field of N bytes at AT.
+std::uint32_t field(const std::string& b, std::size_t at, int n) {
+  std::uint32_t v = 0;
+  for (int i = n - 1; i >= 0; --i) v = (v << 8) | std::uint8_t(b[at + std::size_t(i)]);
+  return v;
+}
+
+// Recomputes the CRC-32 of every stored record (central directory and local header), as a forger
+// would after editing a record: what is refused then is refused for what the edit means.
+void refresh_crcs(std::string& b) {
+  for (std::size_t c = b.find(std::string("PK\x01\x02", 4)); c != std::string::npos;
+       c = b.find(std::string("PK\x01\x02", 4), c + 4)) {
+    if (field(b, c + 10, 2) != 0) continue;  // deflated: left as it is
+    const std::size_t local = field(b, c + 42, 4), size = field(b, c + 20, 4);
+    const std::size_t data = local + 30 + field(b, local + 26, 2) + field(b, local + 28, 2);
+    const std::uint32_t crc = std::uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(b.data() + data), uInt(size)));
+    for (const std::size_t at : {c + 16, local + 14})
+      for (int i = 0; i < 4; ++i) b[at + std::size_t(i)] = char((crc >> (8 * i)) & 0xff);
+  }
+}
+
+// A bit flipped in a tensor's bytes: the record no longer matches its CRC-32.
+TEST(Checkpoint, RefusesARecordThatDoesNotMatchItsCrc) {
+  TrainState a;
+  a.steps(1);
+  std::string bytes = checkpoint::serialise(a.state(), 1, 1, kOptions);
+  const std::size_t data = bytes.find("/data/0");
+  ASSERT_NE(data, std::string::npos);
+  const std::size_t local = bytes.rfind(std::string("PK\x03\x04", 4), data);
+  const std::size_t start = local + 30 + field(bytes, local + 26, 2) + field(bytes, local + 28, 2);
+  bytes[start + 3] = char(bytes[start + 3] ^ 0x10);
+  const std::string msg = restore_into_fresh(bytes);
+  EXPECT_NE(msg.find("its bytes do not match their CRC-32"), std::string::npos) << msg;
+  refresh_crcs(bytes);  // the same bytes with a forged CRC: a readable archive of another state
+  EXPECT_EQ(restore_into_fresh(bytes).find("CRC-32"), std::string::npos);
+}
+
 TEST(Checkpoint, RefusesAStorageKeyOfAnotherRecord) {
   TrainState a;
   a.steps(1);
@@ -181,6 +219,7 @@ TEST(Checkpoint, RefusesAStorageKeyOfAnotherRecord) {
   const std::size_t at = bytes.find(first_key);
   ASSERT_NE(at, std::string::npos);
   bytes[at + 5] = '1';  // now storage 1 is referenced twice
+  refresh_crcs(bytes);
   const std::string msg = restore_into_fresh(bytes);
   EXPECT_NE(msg.find("ckpt.pt"), std::string::npos) << msg;
   EXPECT_NE(msg.find("storage 1"), std::string::npos) << msg;

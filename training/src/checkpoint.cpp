@@ -1,5 +1,7 @@
 #include <stiefel/training/checkpoint.h>
 
+#include <stiefel/io/bounded_read.h>
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -334,10 +336,22 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
       return lower.size() >= k && lower.compare(lower.size() - k, k, suffix) == 0;
     };
     const bool pickle = ends(".pkl") || ends("_pkl"), code = ends(".py");
+    // Every record's bytes are the ones its CRC-32 was taken of (LibTorch's reader does not check):
+    // a flipped bit in a tensor is a damaged checkpoint, not a different model.
+    if (!inside(offset, 30) || le(b, std::size_t(offset), 4) != 0x04034b50) bad(record + ": no local ZIP header");
+    const std::uint64_t data = offset + 30 + le(b, std::size_t(offset) + 26, 2) + le(b, std::size_t(offset) + 28, 2);
+    if (!inside(data, compressed)) bad(record + ": a record that does not fit the file");
+    const std::string bytes =
+        method == 0 ? std::string() : record_bytes(b, std::size_t(data), compressed, size, method, record, bad);
+    const auto* start = reinterpret_cast<const Bytef*>(method == 0 ? b.data() + data : bytes.data());
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (std::uint64_t done = 0; done < size;) {  // crc32 takes at most 4 GiB a call
+      const std::uint64_t n = std::min<std::uint64_t>(size - done, std::uint64_t(1) << 30);
+      crc = crc32(crc, start + done, uInt(n));
+      done += n;
+    }
+    if (crc != le(b, e + 16, 4)) bad(record + ": its bytes do not match their CRC-32 (a damaged record)");
     if (pickle || code) {
-      if (!inside(offset, 30) || le(b, std::size_t(offset), 4) != 0x04034b50) bad(record + ": no local ZIP header");
-      const std::uint64_t data = offset + 30 + le(b, std::size_t(offset) + 26, 2) + le(b, std::size_t(offset) + 28, 2);
-      if (!inside(data, compressed)) bad(record + ": a record that does not fit the file");
       if (pickle && method != 0) bad(record + ": a pickle record that is not stored in place");
       if (pickle) {
         std::map<std::string, StorageRef> refs;
@@ -346,8 +360,7 @@ void check_archive_bounds(const std::string& b, const std::string& name) {
         if (!refs.empty() && !data_pkl) bad(record + ": storage references outside a data.pkl record");
         if (data_pkl) storages[record.substr(0, record.size() - 8)] = std::move(refs);
       }
-      if (code)
-        check_code_record(record_bytes(b, std::size_t(data), compressed, size, method, record, bad), record, bad);
+      if (code) check_code_record(method == 0 ? b.substr(std::size_t(data), std::size_t(size)) : bytes, record, bad);
     }
     at += 46 + name_len + extra_len + comment_len;
   }
@@ -397,6 +410,14 @@ std::int64_t scalar_count(const torch::Tensor& t, const std::string& name, const
 }  // namespace
 
 void check_archive(const std::string& bytes, const std::string& name) { check_archive_bounds(bytes, name); }
+
+std::string read_file(const std::filesystem::path& path) {
+  try {
+    return io::read_regular_file(path, kMaxCheckpointBytes, "a checkpoint");
+  } catch (const io::IoError& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
 
 std::string frame_key(std::int64_t index, const std::string& field) {
   return "frame" + std::to_string(index) + "_" + field;

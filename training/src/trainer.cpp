@@ -15,6 +15,7 @@
 #include <stiefel/arms.h>
 #include <stiefel/schema.h>
 #include <stiefel/io/atomic_file.h>
+#include <stiefel/io/bounded_read.h>
 #include <stiefel/io/sha256.h>
 #include <stiefel/training/checkpoint.h>
 #include <stiefel/training/codebook.h>
@@ -112,6 +113,13 @@ Data load_data(const TrainConfig& c) {
     throw std::invalid_argument("--data " + spec + ": expected cifar10:DIR or fashion-mnist[:DIR]");
   }
   const auto p = prepare_patch_data(train, test, c.n, patch, dim, c.pca_samples, c.seed, d.name, c.val_n);
+  // The default takes every training patch when there are fewer than it asks for (the record's
+  // dataset.pca_samples says how many); a number given is never cut down.
+  if (p.pca_samples < c.pca_samples && c.pca_samples != TrainConfig{}.pca_samples)
+    throw std::invalid_argument("--pca-samples " + std::to_string(c.pca_samples) + ": more than the " +
+                                std::to_string(p.pca_samples) + " training patches (" + std::to_string(c.n) +
+                                " images × " + std::to_string(p.train_x.size(1)) + "); expected 1000 to " +
+                                std::to_string(p.pca_samples));
   d.val_x = p.val_x;
   d.val_y = p.val_y;
   d.train_x = p.train_x;
@@ -210,6 +218,8 @@ void check_stored_record(const nlohmann::json& run, const fs::path& run_path) {
   if (!v.empty())
     throw std::invalid_argument(run_path.string() + ": " + v[0] + " (" + schema::run_record().name() +
                                 "); --overwrite starts the run over");
+  if (const auto why = schema::run_record_sequence_violation(run); !why.empty())
+    throw std::invalid_argument(run_path.string() + ": " + why + "; --overwrite starts the run over");
 }
 
 // The epoch whose checkpoint the record names with this SHA-256 (the record keeps the last two), or −1.
@@ -228,10 +238,10 @@ nlohmann::json read_existing_run(const TrainConfig& c, const fs::path& run_path,
                                  const nlohmann::json& options) {
   const bool has_run = fs::exists(run_path), has_ckpt = fs::exists(ckpt_path);
   auto parse = [&] {
-    std::ifstream in(run_path);
     nlohmann::json run;
     try {
-      run = nlohmann::json::parse(in);
+      run = schema::parse_bounded(io::read_regular_file(run_path, checkpoint::kMaxRecordBytes, "a run record"),
+                                  run_path.string());
     } catch (const std::exception& e) {
       throw std::invalid_argument(run_path.string() + ": not a readable run record (" + e.what() +
                                   "); --overwrite starts the run over");
@@ -323,6 +333,32 @@ nlohmann::json run_options(const TrainConfig& c) {
   return o;
 }
 
+namespace {
+
+// The grokking task trains §4.3's model on all its pairs in one batch: the image task's data, model,
+// schedule and evaluation options do not apply to it, and a record must never state a setting
+// that did not run, so one given with another value than its default is refused.
+template <class Bad>
+void refuse_image_options(const TrainConfig& c, const Bad& bad) {
+  const TrainConfig d;
+  const auto refuse = [&](const char* option, bool given) {
+    if (given)
+      bad(option, "the grok task does not use it (an image-task option; §4.3's model and its full batch are fixed)");
+  };
+  refuse("data", !c.data.empty());
+  refuse("n", c.n != d.n);
+  refuse("batch", c.batch != d.batch);
+  refuse("layers", c.layers != d.layers);
+  refuse("pooling", c.pooling != d.pooling);
+  refuse("positional", c.positional != d.positional);
+  refuse("warmup-epochs", c.warmup_epochs != d.warmup_epochs);
+  refuse("test-n", c.test_n != d.test_n);
+  refuse("val-n", c.val_n != d.val_n);
+  refuse("pca-samples", c.pca_samples != d.pca_samples);
+}
+
+}  // namespace
+
 void validate(const TrainConfig& c) {
   auto bad = [](const std::string& option, const std::string& what) {
     throw std::invalid_argument("--" + option + ": " + what);
@@ -379,6 +415,7 @@ void validate(const TrainConfig& c) {
   at_most("pca-samples", c.pca_samples, 100000000);
   if (c.resume && c.overwrite)
     bad("overwrite", "--resume continues the run in --out, --overwrite starts it over: choose one");
+  if (c.task == "grok") refuse_image_options(c, bad);
   if (c.seed > std::uint64_t(std::numeric_limits<std::int64_t>::max())) bad("seed", "expected 0 <= seed < 2^63");
 }
 
@@ -516,6 +553,7 @@ class Run {
   // Set-up: the output folder and what it holds. Returns the stored record when it is the result
   // (a completed or diverged run of these settings); otherwise null, and the run goes on.
   std::optional<nlohmann::json> open_folder();
+  std::optional<nlohmann::json> finished_result(const nlohmann::json& run) const;
   void set_up();
   void resume();
   void write_header();
@@ -563,6 +601,28 @@ class Run {
   std::int64_t window_epochs_ = 0;
 };
 
+// A record in --out that is already the run's result: diverged, or completed with its final
+// checkpoint or with none (results folders do not keep checkpoints). A kill between the final record
+// and the checkpoint's commit leaves an older checkpoint it names: null, and the run resumes from it
+// and recomputes the last epochs (bit-identically). A checkpoint the record does not name is refused.
+std::optional<nlohmann::json> Run::finished_result(const nlohmann::json& run) const {
+  if (!run.is_object()) return std::nullopt;
+  const std::string status = run.value("status", "");
+  if (status == "diverged") return run;
+  if (status != "completed") return std::nullopt;
+  if (!run.contains("checkpoints") || run["checkpoints"].empty()) return run;  // records before checksums
+  if (!fs::exists(fs::symlink_status(ckpt_path_))) return run;
+  std::int64_t last = 0;
+  for (const auto& [e, h] : run["checkpoints"].items()) last = std::max(last, std::int64_t(std::stoll(e)));
+  const std::int64_t held = recorded_checkpoint_epoch(run, io::sha256(checkpoint::read_file(ckpt_path_)));
+  if (held == last) return run;
+  if (held < 0)
+    throw std::invalid_argument(ckpt_path_.string() + ": matches no checkpoint that " + run_path_.string() +
+                                " records (damaged, or another run's); the record is complete: `rm " +
+                                ckpt_path_.string() + "` keeps it as the result, --overwrite trains the run again");
+  return std::nullopt;
+}
+
 std::optional<nlohmann::json> Run::open_folder() {
   compute_ = select_compute(c_);
   const fs::path out(c_.out);
@@ -571,22 +631,18 @@ std::optional<nlohmann::json> Run::open_folder() {
   if (fs::exists(out) && !fs::is_directory(out)) throw std::invalid_argument("--out " + c_.out + ": not a folder");
   io::check_output_path(run_path_);
   io::check_output_path(ckpt_path_);
+  // A finished run is returned before anything is written or locked: a results folder on a
+  // read-only file system, or one another process is reading, still gives its result.
+  if (c_.resume && fs::exists(run_path_))
+    if (auto result = finished_result(read_existing_run(c_, run_path_, ckpt_path_, options_))) return result;
   // One process at a time writes a run folder (an existing one is locked now, a new one once created).
   if (fs::is_directory(out)) lock_.emplace(out);
   run_ = read_existing_run(c_, run_path_, ckpt_path_, options_);
   io::remove_stale_temporaries(run_path_);  // left by a killed process
   io::remove_stale_temporaries(ckpt_path_);
-  if (run_.is_object() && run_.value("status", "") == "diverged") return run_;  // a result
-  if (run_.is_object() && run_.value("status", "") == "completed") {
-    // A finished run with the same settings: its record is the result, once its final checkpoint is
-    // the one it names. A kill between the final record and the checkpoint's commit leaves an older
-    // checkpoint: the run then resumes from it and recomputes the last epochs (bit-identically).
-    if (!run_.contains("checkpoints") || run_["checkpoints"].empty()) return run_;  // records before checksums
-    std::int64_t last = 0;
-    for (const auto& [e, h] : run_["checkpoints"].items()) last = std::max(last, std::int64_t(std::stoll(e)));
-    if (fs::exists(ckpt_path_) && recorded_checkpoint_epoch(run_, io::sha256_file(ckpt_path_)) == last) return run_;
-    if (!c_.quiet) progress_ << ckpt_path_.string() << ": not the final checkpoint the record names; recomputing it\n";
-  }
+  if (auto result = finished_result(run_)) return result;
+  if (run_.is_object() && run_.value("status", "") == "completed" && !c_.quiet)
+    progress_ << ckpt_path_.string() << ": not the final checkpoint the record names; recomputing it\n";
   if (run_.is_object()) {
     stored_config_ = run_.value("config", nlohmann::json::object());
     if (run_.contains("compute") && run_["compute"].is_object()) stored_compute_ = run_["compute"].value("mode", "");
@@ -639,17 +695,15 @@ void Run::resume() {
     // The record names the SHA-256 of the checkpoints it was written with (the last two): a damaged
     // or foreign checkpoint matches none of them. Records from before checksums carry none.
     std::int64_t recorded_epoch = -1;
+    const std::string bytes = checkpoint::read_file(ckpt_path_);
     if (run_.contains("checkpoints")) {
-      const std::string sha = io::sha256_file(ckpt_path_);
+      const std::string sha = io::sha256(bytes);
       recorded_epoch = recorded_checkpoint_epoch(run_, sha);
       if (recorded_epoch < 0)
         throw std::invalid_argument(ckpt_path_.string() + ": SHA-256 " + sha.substr(0, 16) +
                                     "… matches no checkpoint that " + run_path_.string() +
                                     " records (damaged, or from another run); --overwrite starts over");
     }
-    std::ifstream in(ckpt_path_, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!in.good() && !in.eof()) throw std::runtime_error(ckpt_path_.string() + ": cannot be read");
     checkpoint::State state{&model_, opt_.adamw.get(), opt_.frames.get()};
     start_epoch_ = checkpoint::restore(bytes, ckpt_path_.string(), options_, state);
     if (recorded_epoch >= 0 && recorded_epoch != start_epoch_)
@@ -689,7 +743,7 @@ void Run::write_header() {
   run_["config"] = {{"task", c_.task},
                     {"arm", c_.arm},
                     {"seed", c_.seed},
-                    {"n", c_.n},
+                    {"n", n_train_},  // the training examples that trained (grok: the pairs of its split)
                     {"epochs", c_.epochs},
                     {"batch", batch_},
                     {"device", c_.device},

@@ -7,7 +7,7 @@
 // Keywords: type, enum, const, properties, required, additionalProperties, patternProperties,
 // propertyNames, items, minItems, maxItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
 // minLength, pattern, anyOf, oneOf, allOf, $ref (to "#/$defs/NAME"), and the annotations $schema,
-// $id, $defs, $comment, title, description. A schema using any other keyword is refused when it is
+// $id, $defs, $comment, title, description, default. A schema using any other keyword is refused when it is
 // loaded (SchemaError), so a misspelt keyword cannot switch a check off.
 #pragma once
 
@@ -49,10 +49,24 @@ class Validator {
   std::shared_ptr<const Compiled> compiled_;  // immutable: copies share it, threads may too
 };
 
+// The files a schema describes are a few levels deep (a run record 4, a results folder's
+// experiment.json fewer than 10); anything deeper than this is refused while it is parsed.
+inline constexpr int kMaxDepth = 64;
+
+// TEXT parsed as JSON, with its nesting bounded by kMaxDepth before any recursive consumer (the
+// validator, its messages) meets it. Throws std::invalid_argument("SOURCE: ...") for a syntax
+// error, a number beyond double, or a document nested too deeply.
+nlohmann::json parse_bounded(const std::string& text, const std::string& source);
+
 // The schemas stiefel ships (compiled in from schema/*.schema.json).
 const Validator& run_record();             // run.schema.json: what `stiefel train` writes
 const Validator& experiment_definition();  // experiment.schema.json: experiments/*.json
 const Validator& claims();                 // claims.schema.json: experiments/claims.json
+
+// What run.schema.json cannot say about a valid run record RUN, as "POINTER: what", or "" when it
+// holds: its epochs are 1, 2, 3, … in order (none missing, repeated or renumbered), a completed run
+// holds exactly config.epochs of them, and a completed run was evaluated at its end.
+std::string run_record_sequence_violation(const nlohmann::json& run);
 
 // The arm-summary fields of a report table that a claim may name (claims.schema.json's "field").
 const std::vector<std::string>& claim_fields();

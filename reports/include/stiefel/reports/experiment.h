@@ -36,16 +36,33 @@ struct ResolvedExperiment {
 // Reads and checks a definition file; throws ExperimentError naming the file and field.
 nlohmann::json load_definition(const std::string& path);
 
-// The grid of one profile. Throws ExperimentError for an unknown profile or a bad override.
+// The most seeds a grid runs (experiment.schema.json's seed_count says the same).
+inline constexpr int kMaxSeeds = 1000;
+
+// The grid of one profile. Throws ExperimentError for an unknown profile, a bad override or a seed
+// count outside [1, kMaxSeeds].
 ResolvedExperiment resolve(const nlohmann::json& definition, const std::string& profile, const std::string& source);
 
 // Whether KEY is a `stiefel train` option a definition may set (in its JSON spelling, e.g. "test_n").
 bool is_train_option(const std::string& key);
 
+// Why RECORD (a run.json) is not the run of grid cell CELL, in words ("n 5000 (the cell's: 10000),
+// arm \"a2\" (the cell's: \"b2\")"), or "" when it is: its seed and every `stiefel train` setting
+// but where the data was read must be the cell's, a setting the cell leaves unset at the default
+// experiment.schema.json states (an option a record predates ran at its default); a record from
+// before options were recorded is held to the settings its "config" states. A record copied
+// into another cell, or of another budget, is never counted as that cell's run.
+std::string cell_mismatch(const nlohmann::json& record, const RunSpec& cell);
+
 // The command-line arguments of `stiefel train` for one run (without --out/--resume).
 std::vector<std::string> train_arguments(const RunSpec& run);
 
-// Reads a JSON file; throws ExperimentError("PATH: ...") when it is missing or malformed.
+// What read_json_file accepts: a regular file of at most 256 MiB (a 20 000-epoch run record is about
+// 10 MiB), nested at most schema::kMaxDepth levels deep.
+inline constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t(256) << 20;
+
+// Reads a JSON file; throws ExperimentError("PATH: ...") when it is missing, not a regular file (a
+// FIFO, a device, a folder), larger or deeper than the bounds above, or malformed.
 nlohmann::json read_json_file(const std::string& path);
 
 }  // namespace stiefel::reports

@@ -7,12 +7,29 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stiefel::reports {
 
+// TEXT as a gnuplot string constant that gnuplot shows as it is and never evaluates (single quotes:
+// no backquote command substitution, no @macro, no escape); every text a definition, a results
+// folder or the command line gives reaches a gnuplot script only through it. (STYLE.md, habit 15).
+std::string gnuplot_string(const std::string& text);
+
+// One figure as gnuplot gets it: the script, which reads the data files by their plain names and
+// writes figure.png, and those files (name, content). An empty script when the table has nothing
+// to draw in this figure. Throws ExperimentError for an unknown KIND.
+struct FigureScript {
+  std::string script;
+  std::vector<std::pair<std::string, std::string>> files;
+};
+FigureScript figure_script(const nlohmann::json& table, const std::string& kind);
+
 // Writes OUT_DIR/STEM-KIND.png for each plot the table asks for; returns the files written.
-// Throws ExperimentError when gnuplot is missing or fails.
+// gnuplot runs as an argv array (no shell) in a private scratch folder (mkdtemp), which holds the
+// script and the data files and is removed on every path. Throws ExperimentError when gnuplot is
+// missing or fails.
 std::vector<std::string> draw_plots(const nlohmann::json& table, const std::string& out_dir, const std::string& stem);
 
 }  // namespace stiefel::reports

@@ -67,7 +67,9 @@ std::vector<std::size_t> shard_runs(std::size_t n, Shard s);
 //  failed:    started (a record or a log) but stopped before finishing, and no process holds it: a
 //             kill, a cancelled Slurm task or an error. A rerun resumes it from its checkpoint.
 //  missing:   never started.
-enum class RunState { missing, queued, running, failed, repair, completed, diverged };
+//  mismatched: a finished record whose seed or settings are not its cell's (copied from another
+//             cell, or run at another budget): never counted, never overwritten; move it away.
+enum class RunState { missing, queued, running, failed, repair, completed, diverged, mismatched };
 const char* to_string(RunState s);
 bool is_finished(RunState s);
 
@@ -76,6 +78,10 @@ struct RunStatus {
   long long epoch = 0, epochs = 0;  // the last recorded epoch and the run's length, when known
   std::string detail;               // why (failed): the log's last line, or what was wrong with the record
 };
+// The state of a run folder from its files alone.
 RunStatus run_status(const std::filesystem::path& run_dir);
+// The state of the grid's run K: run_status of its folder, and a finished record checked against
+// its cell (reports::cell_mismatch): one that is not the cell's run is `mismatched`.
+RunStatus run_status(const Grid& grid, std::size_t k);
 
 }  // namespace stiefel::runner

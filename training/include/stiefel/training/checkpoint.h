@@ -15,6 +15,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -50,6 +51,15 @@ std::string serialise(const State& state, std::int64_t epoch, std::int64_t globa
 // shape or type differs from the model's or the frame optimiser's. Nothing of STATE is used
 // after a refusal (it may be partly overwritten).
 std::int64_t restore(const std::string& bytes, const std::string& name, const nlohmann::json& options, State& state);
+
+// The largest checkpoint and run record read: a checkpoint of the paper's models is a few MiB, a
+// 20 000-epoch record about 10 MiB.
+inline constexpr std::uintmax_t kMaxCheckpointBytes = std::uintmax_t(1) << 30;
+inline constexpr std::uintmax_t kMaxRecordBytes = std::uintmax_t(256) << 20;
+
+// The bytes of the checkpoint file PATH: a regular file (not a FIFO or a device such as /dev/zero)
+// of at most kMaxCheckpointBytes. Throws std::invalid_argument naming PATH otherwise.
+std::string read_file(const std::filesystem::path& path);
 
 // Refuses (std::invalid_argument naming NAME) bytes that LibTorch's archive reader must not see: a
 // ZIP record that does not fit the file, or a pickle whose declared lengths or memo ids would make
