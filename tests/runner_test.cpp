@@ -412,8 +412,8 @@ TEST_F(Runner, APlantedLogLinkIsRefused) {
   write(dir / "outside.txt", "outside");
   fs::create_directories(grid.run_dir(3));
   fs::create_symlink(dir / "outside.txt", grid.run_dir(3) / "log.txt");
-  std::ostringstream progress;
-  EXPECT_EQ(stiefel::runner::run_local(grid, {3}, {1, "/bin/true", ""}, progress), 1);
+  std::ostringstream progress;  // /bin/echo writes its arguments to the log, were it ever opened
+  EXPECT_EQ(stiefel::runner::run_local(grid, {3}, {1, "/bin/echo", ""}, progress), 1);
   EXPECT_EQ(read(dir / "outside.txt"), "outside");
   EXPECT_NE(progress.str().find("log.txt: cannot be opened as the run's log (a symbolic link)"), std::string::npos)
       << progress.str();

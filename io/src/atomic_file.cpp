@@ -197,8 +197,15 @@ void PendingFile::commit() {
 
 FolderLock::FolderLock(const fs::path& folder) {
   const fs::path lock = folder / ".lock";
-  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);  // never through a planted link
+  // Never through a planted link, never blocking on a planted FIFO.
+  fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd_ < 0) fail(folder, "cannot open its lock file " + lock.string() + " (" + errno_text(errno) + ")");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    fail(folder, "its lock file " + lock.string() + " is not a regular file");
+  }
   // A probe (folder_lock_held) holds a shared lock for an instant: wait up to 2 s for it to go.
   int rc = -1;
   for (int attempt = 0; attempt < 20; ++attempt) {
@@ -221,8 +228,14 @@ FolderLock::~FolderLock() {
 
 bool folder_lock_held(const fs::path& folder) {
   const fs::path lock = folder / ".lock";
-  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  // Never through a link, never blocking (a FIFO planted as .lock would block an ordinary open).
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;  // never locked (or unreadable: nobody can be holding it through it)
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return false;  // not a lock file FolderLock made
+  }
   // A shared lock: it conflicts only with a writer's exclusive one, needs no write access (NFS
   // emulates flock with fcntl locks, whose exclusive kind needs a file open for writing), and
   // two probes do not see each other.

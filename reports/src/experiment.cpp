@@ -222,6 +222,48 @@ ResolvedExperiment resolve(const json& d, const std::string& profile, const std:
   return r;
 }
 
+namespace {
+
+// V, where it is a setting's "default" that stands for "the task's default" (−1, or 0 for
+// eval_every), resolved to the value the trainer takes for TASK (experiment.schema.json's
+// "task_defaults"); elementwise_lr's stands for the AdamW rate ADAM_LR.
+json resolved(const std::string& key, const json& v, const std::string& task, const json& adam_lr) {
+  const auto& spec = schema::experiment_definition().schema()["$defs"]["train"]["properties"][key];
+  if (v != spec.value("default", json())) return v;
+  if (key == "elementwise_lr") return adam_lr;
+  return spec.contains("task_defaults") && spec["task_defaults"].contains(task) ? spec["task_defaults"][task] : v;
+}
+
+// The value of setting KEY that a record from before "options" were recorded ran with, read from
+// what its config and dataset state; null where they do not state it.
+json legacy_setting(const json& record, const std::string& key) {
+  const json config = record.value("config", json::object());
+  const json model = config.value("model", json::object());
+  const bool image = config.value("task", "") == "image";
+  static const std::set<std::string> stated = {"task",         "arm", "n",   "epochs",     "adam_lr",
+                                               "weight_decay", "eps", "tau", "init_scale", "val_n"};
+  if (stated.count(key)) return config.value(key, key == "val_n" ? json(0) : json());
+  if (key == "batch") return image ? config.value("batch", json()) : json();
+  if (key == "layers" || key == "pooling" || key == "positional") return image ? model.value(key, json()) : json();
+  if (key == "soft_lambda") return config.value("arm", "") == "soft" ? config.value(key, json()) : json();
+  if (key == "power_stabilisation" && !image && config.contains("adam_betas"))
+    return config["adam_betas"].size() == 2 && config["adam_betas"][1] == json(0.98);
+  if (key == "warmup_epochs" && image) {
+    const std::string schedule = config.value("schedule", "");
+    const std::string lead = "linear warm-up over ";
+    if (schedule.rfind(lead, 0) == 0) return std::stoll(schedule.substr(lead.size()));
+  }
+  if (key == "eval_every") {  // the first evaluated epoch (the last: evaluated at the end only)
+    if (config.contains("eval_every")) return config["eval_every"];
+    for (const auto& e : record.value("epochs", json::array()))
+      if (e.is_object() && e.contains("test_acc")) return e.value("epoch", json());
+    return json();
+  }
+  return json();
+}
+
+}  // namespace
+
 std::string cell_mismatch(const json& record, const RunSpec& cell) {
   if (!record.is_object()) return "not a run record";
   std::string diffs;
@@ -230,28 +272,36 @@ std::string cell_mismatch(const json& record, const RunSpec& cell) {
              " (the cell's: " + want.dump() + ")";
   };
   const auto& properties = schema::experiment_definition().schema()["$defs"]["train"]["properties"];
-  if (!record.contains("options") || !record["options"].is_object()) {
-    // A record from before "options" were recorded: the settings it states in "config" (as run)
-    // must be the ones the cell sets.
-    const json config = record.value("config", json::object());
-    if (!config.is_object() || config.value("seed", json()) != json(cell.seed))
-      note("seed", config.is_object() ? config.value("seed", json()) : json(), json(cell.seed));
-    for (const auto& [k, want] : cell.train.items())
-      if (k != "data" && k != "seed" && properties.contains(k) && config.contains(k) && config[k] != want)
-        note(k, config[k], want);
-    return diffs;
-  }
-  const json& o = record["options"];
-  if (!o.contains("seed") || o["seed"] != json(cell.seed)) note("seed", o.value("seed", json()), json(cell.seed));
+  const bool legacy = !record.contains("options") || !record["options"].is_object();
+  const json options = legacy ? json::object() : record["options"];
+  const json config = record.value("config", json::object());
+  const json seed =
+      legacy ? (config.is_object() ? config.value("seed", json()) : json()) : options.value("seed", json());
+  if (seed != json(cell.seed)) note("seed", seed, json(cell.seed));
+  const std::string task = cell.train.value("task", properties["task"]["default"].get<std::string>());
+  const auto setting = [&](const json& given, const std::string& k) {
+    return given.contains(k) ? given[k] : properties[k].value("default", json());
+  };
+  const json want_adam = resolved("adam_lr", setting(cell.train, "adam_lr"), task, json());
   for (const auto& [k, spec] : properties.items()) {
     if (k == "data") continue;  // where the data was read; the data set itself is named in every table
-    const json fallback = spec.value("default", json());
-    const json want = cell.train.contains(k) ? cell.train[k] : fallback;
-    json have = o.contains(k) ? o[k] : fallback;
-    // −1 is "the task's default": the record's config states the value it resolved to and ran with.
-    const json config = record.value("config", json::object());
-    if (have == json(-1) && want != json(-1) && config.is_object() && config.contains(k)) have = config[k];
-    if (want.is_null() && have.is_null()) continue;
+    const json want = resolved(k, setting(cell.train, k), task, want_adam);
+    if (legacy) {
+      // A record from before "options" were recorded is held to every setting its config states,
+      // and, for one it does not state, to the default (never assumed to be what the cell asks).
+      json have = legacy_setting(record, k);
+      if (k == "eval_every" && !have.is_null() && want.is_number() && have == config.value("epochs", json()) &&
+          want.get<double>() >= have.get<double>())
+        continue;  // evaluated only at the end either way
+      if (have.is_null()) {
+        if (cell.train.contains(k) && want != resolved(k, spec.value("default", json()), task, want_adam))
+          note(k, have, want);
+        continue;
+      }
+      if (have != want) note(k, have, want);
+      continue;
+    }
+    json have = resolved(k, setting(options, k), task, resolved("adam_lr", setting(options, "adam_lr"), task, json()));
     if (have != want) note(k, have, want);
   }
   return diffs;

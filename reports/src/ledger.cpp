@@ -111,9 +111,9 @@ Evidence judge_table(const json& claim, const json& table) {
     e.verdict = compare <= rule["value"].get<double>() ? "confirmed" : "refuted";
   } else if (type == "above" || type == "ratio_above") {
     e.verdict = compare >= rule["value"].get<double>() ? "confirmed" : "refuted";
-  } else if (type == "within") {
-    e.verdict = std::fabs(compare - rule["value"].get<double>()) <= rule["tolerance"].get<double>() ? "confirmed"
-                                                                                                    : "not confirmed";
+  } else if (type == "within") {  // "value ± tolerance": a value outside contradicts the claim
+    e.verdict =
+        std::fabs(compare - rule["value"].get<double>()) <= rule["tolerance"].get<double>() ? "confirmed" : "refuted";
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }

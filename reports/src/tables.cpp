@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -340,10 +341,33 @@ struct AnalysedExperiment {
   std::string definition_used;  // "stored with the results", or the current definition's file
 };
 
+// The names a stored definition gives become file names (the report's NAME-PROFILE.md) and paths
+// (runs/GROUP/ARM/seed-S): they must be the plain names experiment.schema.json allows, never a path.
+void check_stored_names(const json& meta, const std::string& source) {
+  static const std::regex plain("[a-z0-9_-]+"), id("[a-z0-9-][a-z0-9.-]*");
+  const auto check = [&](const json& v, const std::regex& re, const std::string& where) {
+    if (!v.is_string() || !std::regex_match(v.get<std::string>(), re))
+      throw ExperimentError(source + ": " + where + " " + v.dump(-1, ' ', true) +
+                            " is not a plain name (a file or folder name of the results)");
+  };
+  const json& d = meta["definition"];
+  if (!d.is_object()) throw ExperimentError(source + ": /definition is not an object");
+  check(d.value("name", json()), plain, "/definition/name");
+  check(meta["profile"], plain, "/profile");
+  for (const char* list : {"arms", "groups"})
+    for (const auto& e : d.value(list, json::array()))
+      check(e.is_object() ? e.value("id", json()) : json(), id, std::string("/definition/") + list + "/…/id");
+  if (d.contains("profiles") && d["profiles"].is_object())
+    for (const auto& [p, spec] : d["profiles"].items())
+      for (const auto& g : spec.is_object() ? spec.value("groups", json::array()) : json::array())
+        check(g.is_object() ? g.value("id", json()) : json(), id, "/definition/profiles/" + p + "/groups/…/id");
+}
+
 AnalysedExperiment load_experiment(const std::string& dir, const std::string& definitions_dir) {
   const auto meta = read_json_file((fs::path(dir) / "experiment.json").string());
-  if (!meta.contains("definition") || !meta.contains("profile") || !meta.contains("grid"))
+  if (!meta.is_object() || !meta.contains("definition") || !meta.contains("profile") || !meta.contains("grid"))
     throw ExperimentError(dir + "/experiment.json: not written by `stiefel experiment` (no definition/profile/grid)");
+  check_stored_names(meta, dir + "/experiment.json");
   AnalysedExperiment a{resolve(meta["definition"], meta["profile"], meta.value("source", "")),
                        "stored with the results"};
   if (definitions_dir.empty()) return a;
@@ -753,7 +777,8 @@ void write_preamble(std::ostream& md, const json& t) {
      << "seed against `" << t["baseline"].get<std::string>()
      << "`; paired t (Boost.Math); 95% percentile bootstrap CI, "
      << t["statistics"]["bootstrap"]["resamples"].get<int>() << " resamples, seed "
-     << t["statistics"]["bootstrap"]["seed"].get<int>() << "; wins = seeds where the arm beats the baseline.\n";
+     << t["statistics"]["bootstrap"]["seed"].get<std::uint64_t>()
+     << "; wins = seeds where the arm beats the baseline.\n";
   md << "- Paper values in parentheses where the paper states them.\n\n";
 }
 

@@ -1,5 +1,11 @@
 #include "stiefel/runner/grid.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <stdexcept>
@@ -7,6 +13,7 @@
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/bounded_read.h>
 #include <stiefel/io/sha256.h>
+#include <stiefel/runner/slurm.h>
 
 namespace stiefel::runner {
 
@@ -141,22 +148,28 @@ bool is_finished(RunState s) { return s == RunState::completed || s == RunState:
 namespace {
 
 // The last non-blank line of a run's log (its last 4 KiB: a log can be long), or why there is none.
+// The log is opened once, never through a link and without blocking, and read only if regular.
 std::string last_line(const fs::path& log) {
-  if (!fs::exists(fs::symlink_status(log))) return "";
+  const int fd = ::open(log.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? "" : log.string() + ": cannot be read as a log (" + std::strerror(errno) + ")";
+  struct stat st {};
   std::string text;
-  try {
-    const auto size = io::check_regular_file(log, std::uintmax_t(-1), "a log");
-    std::ifstream in(log, std::ios::binary);
-    in.seekg(std::streamoff(size > 4096 ? size - 4096 : 0));
-    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  } catch (const io::IoError& e) {
-    return e.what();
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return log.string() + ": not a regular file, not a log";
   }
+  const off_t start = st.st_size > 4096 ? st.st_size - 4096 : 0;
+  text.resize(std::size_t(st.st_size - start));
+  const ssize_t n = ::pread(fd, text.data(), text.size(), start);
+  ::close(fd);
+  text.resize(n > 0 ? std::size_t(n) : 0);
   std::istringstream lines(text);
   std::string line, last;
   while (std::getline(lines, line))
     if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
   if (last.size() > 200) last = last.substr(0, 200) + "...";
+  for (auto& c : last)  // a terminal shows the line as text: no escape sequences
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
   return last;
 }
 
@@ -185,11 +198,21 @@ void check_final_checkpoint(const json& run, const fs::path& dir, RunStatus& s) 
   s.detail = matched >= 0 ? "its checkpoint is epoch " + std::to_string(matched) + "'s, not the final one (epoch " +
                                 std::to_string(last) + ") the record names; a rerun recomputes the last epochs from it"
                           : "its checkpoint matches none the record names (damaged, or another run's); the record " +
-                                std::string("is complete: `rm ") + ckpt.string() +
+                                std::string("is complete: `rm ") + shell_quote(ckpt.string()) +
                                 "` keeps it as the result, and a rerun then skips it";
 }
 
 }  // namespace
+
+void check_inside_results(const Grid& g, std::size_t k) {
+  fs::path p = g.out / "runs";
+  const auto check = [](const fs::path& q) {
+    if (fs::is_symlink(fs::symlink_status(q)))
+      throw std::runtime_error(q.string() + ": a symbolic link; a run is written only inside its results folder");
+  };
+  check(p);
+  for (const auto& part : fs::path(g.runs[k].id)) check(p /= part);
+}
 
 RunStatus run_status(const Grid& g, std::size_t k) {
   RunStatus s = run_status(g.run_dir(k));

@@ -117,18 +117,6 @@ int summarise(const Tally& t, const Grid& g, std::ostream& progress) {
   return 0;
 }
 
-// A run folder OUT/runs/GROUP/ARM/seed-S is written only when none of the folders on the way from
-// OUT/runs to it is a symbolic link: a link planted in a results folder would lead the run's files out.
-void check_inside_results(const Grid& g, std::size_t k) {
-  fs::path p = g.out / "runs";
-  const auto check = [](const fs::path& q) {
-    if (fs::is_symlink(fs::symlink_status(q)))
-      throw std::runtime_error(q.string() + ": a symbolic link; a run is written only inside its results folder");
-  };
-  check(p);
-  for (const auto& part : fs::path(g.runs[k].id)) check(p /= part);
-}
-
 }  // namespace
 
 std::vector<std::string> run_arguments(const Grid& g, std::size_t k) {

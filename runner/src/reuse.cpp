@@ -51,6 +51,7 @@ std::size_t reuse_records(const Grid& g, const fs::path& from, std::ostream& pro
     if (run_status(g, k).state != RunState::missing) continue;
     for (const auto& c : candidates) {
       if (!reports::cell_mismatch(c.record, g.runs[k]).empty()) continue;
+      check_inside_results(g, k);
       const auto dir = g.run_dir(k);
       std::string log;
       if (fs::is_regular_file(fs::symlink_status(c.dir / "log.txt")))

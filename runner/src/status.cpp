@@ -46,6 +46,13 @@ fs::path slurm_log(const Grid& g, std::size_t k) {
   }
 }
 
+// TEXT as a terminal line: a record's or a log's text must not carry escape sequences to it.
+std::string printable(std::string text) {
+  for (auto& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text;
+}
+
 }  // namespace
 
 void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
@@ -66,11 +73,12 @@ void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
     line << std::left << std::setw(int(width) + 2) << g.runs[k].id << std::setw(10) << to_string(r.state);
     if (r.epochs > 0 && r.state != RunState::missing) line << "epoch " << r.epoch << "/" << r.epochs;
     if (r.state == RunState::queued) line << "  " << r.detail;
-    if (r.state == RunState::mismatched) line << "  " << (g.run_dir(k) / "run.json").string() << ": " << r.detail;
+    if (r.state == RunState::mismatched)
+      line << "  " << (g.run_dir(k) / "run.json").string() << ": " << printable(r.detail);
     if (r.state == RunState::failed || r.state == RunState::repair) {
       line << "  log " << (g.run_dir(k) / "log.txt").string();
       if (const auto sl = slurm_log(g, k); !sl.empty()) line << ", Slurm " << sl.string();
-      if (!r.detail.empty()) line << ": " << r.detail;
+      if (!r.detail.empty()) line << ": " << printable(r.detail);
     }
     std::string text = line.str();
     text.erase(text.find_last_not_of(' ') + 1);

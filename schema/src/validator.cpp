@@ -40,7 +40,8 @@ const std::set<std::string>& keywords() {
                                           "$comment",
                                           "title",
                                           "description",
-                                          "default"};
+                                          "default",
+                                          "task_defaults"};
   return k;
 }
 
@@ -377,9 +378,8 @@ std::string run_record_sequence_violation(const nlohmann::json& run) {
     every = std::max<std::int64_t>(1, config["eval_every"].get<std::int64_t>());
   else if (!epochs.empty() && epochs[0].at("epoch").is_number_integer())
     every = std::max<std::int64_t>(1, epochs[0]["epoch"].get<std::int64_t>());
-  const auto expected = [&](std::size_t i, std::int64_t stride) {
-    const std::int64_t e = std::int64_t(i + 1) * stride;
-    return e > total ? total : e;
+  const auto expected = [&](std::size_t i, std::int64_t stride) {  // min((i + 1)·stride, total), no overflow
+    return std::int64_t(i + 1) > total / stride ? total : std::min(total, std::int64_t(i + 1) * stride);
   };
   bool all = true, evaluated = true;
   std::int64_t last = 0;

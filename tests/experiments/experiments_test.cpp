@@ -161,6 +161,10 @@ TEST(Ledger, VerdictRules) {
   EXPECT_EQ(
       verdict({{"type", "within"}, {"value", 1.4}, {"tolerance", 0.2}}, table_with(0, 0, 1, 1.5), "iso_final_mean"),
       "confirmed");
+  // Outside "value ± tolerance" the claim is contradicted, not merely unconfirmed.
+  EXPECT_EQ(
+      verdict({{"type", "within"}, {"value", 1.4}, {"tolerance", 0.05}}, table_with(0, 0, 1, 1.5), "iso_final_mean"),
+      "refuted");
   const json ratio = {
       {"type", "ratio_above"}, {"value", 3.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}};
   EXPECT_EQ(verdict(ratio, table_with(0, 0, 0.5, 1.5), "iso_final_mean"), "confirmed");
@@ -853,6 +857,43 @@ TEST(CellCheck, ARecordMatchesOnlyItsOwnCell) {
   with_eps.train["eps"] = 1e-6;
   EXPECT_EQ(cell_mismatch(other, with_eps), "eps 1e-08 (the cell's: 1e-06)");
   EXPECT_EQ(cell_mismatch(json::object(), cell).substr(0, 4), "seed");  // no options, no config
+}
+
+// A record from before "options" were recorded is held to what its config states, and a setting it
+// cannot state must be the default in the cell (never assumed to be what the cell asks).
+TEST(CellCheck, ARecordWithoutOptionsIsHeldToItsConfig) {
+  const json grok_cell_train = {{"task", "grok"}, {"arm", "b2"}, {"epochs", 100}, {"eval_every", 10}, {"seed", 0}};
+  RunSpec cell;
+  cell.seed = 0;
+  cell.train = grok_cell_train;
+  json record = {{"config",
+                  {{"task", "grok"},
+                   {"arm", "b2"},
+                   {"seed", 0},
+                   {"n", 10000},
+                   {"epochs", 100},
+                   {"adam_lr", 0.001},
+                   {"weight_decay", 1.0},
+                   {"eps", 0.001},
+                   {"tau", 0.1},
+                   {"init_scale", 1.0},
+                   {"adam_betas", {0.9, 0.999}}}},
+                 {"epochs", json::array()}};
+  for (int e = 10; e <= 100; e += 10) record["epochs"].push_back({{"epoch", e}, {"test_acc", 0.5}});
+  EXPECT_EQ(cell_mismatch(record, cell), "");
+  auto other = record;
+  other["config"]["adam_betas"] = {0.9, 0.98};  // the power stabilisation ran
+  EXPECT_EQ(cell_mismatch(other, cell), "power_stabilisation true (the cell's: false)");
+  other = record;
+  other["epochs"] = json::array();
+  for (int e = 20; e <= 100; e += 20) other["epochs"].push_back({{"epoch", e}, {"test_acc", 0.5}});
+  EXPECT_EQ(cell_mismatch(other, cell), "eval_every 20 (the cell's: 10)");
+  auto rate = cell;
+  rate.train["riemann_lr"] = 0.3;  // a setting the config cannot state, set away from its default
+  EXPECT_EQ(cell_mismatch(record, rate), "riemann_lr unset (the cell's: 0.3)");
+  auto decay = cell;
+  decay.train["weight_decay"] = 0.3;
+  EXPECT_EQ(cell_mismatch(record, decay), "weight_decay 1.0 (the cell's: 0.3)");
 }
 
 TEST(ExperimentGrid, SeedCountsThatWouldWrapAreRefused) {

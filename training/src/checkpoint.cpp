@@ -1,6 +1,7 @@
 #include <stiefel/training/checkpoint.h>
 
 #include <stiefel/io/bounded_read.h>
+#include <stiefel/schema.h>
 
 #include <zlib.h>
 
@@ -461,9 +462,13 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
     c10::IValue stored_options;
     if (archive.try_read(kOptions, stored_options)) {
       if (!stored_options.isString()) throw Refusal(name + ": its options entry is not a string");
-      nlohmann::json stored = nlohmann::json::parse(stored_options.toStringRef(), nullptr, false);
-      if (stored.is_discarded() || !stored.is_object())
-        throw Refusal(name + ": its stored options are not a JSON object");
+      nlohmann::json stored;
+      try {
+        stored = schema::parse_bounded(stored_options.toStringRef(), name + ": its stored options");
+      } catch (const std::invalid_argument& e) {
+        throw Refusal(e.what());
+      }
+      if (!stored.is_object()) throw Refusal(name + ": its stored options are not a JSON object");
       const auto differs = differing_settings(stored, options);
       if (!differs.empty()) throw Refusal("--resume: " + name + " is a checkpoint of another run: " + differs);
     }

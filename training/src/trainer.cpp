@@ -629,12 +629,12 @@ std::optional<nlohmann::json> Run::open_folder() {
   run_path_ = out / "run.json";
   ckpt_path_ = out / "checkpoint.pt";
   if (fs::exists(out) && !fs::is_directory(out)) throw std::invalid_argument("--out " + c_.out + ": not a folder");
+  // A finished run is returned before anything is written, locked or checked for writing: a
+  // results folder on a read-only file system, or one another process is reading, gives its result.
+  if (c_.resume && fs::is_regular_file(fs::symlink_status(run_path_)))
+    if (auto result = finished_result(read_existing_run(c_, run_path_, ckpt_path_, options_))) return result;
   io::check_output_path(run_path_);
   io::check_output_path(ckpt_path_);
-  // A finished run is returned before anything is written or locked: a results folder on a
-  // read-only file system, or one another process is reading, still gives its result.
-  if (c_.resume && fs::exists(run_path_))
-    if (auto result = finished_result(read_existing_run(c_, run_path_, ckpt_path_, options_))) return result;
   // One process at a time writes a run folder (an existing one is locked now, a new one once created).
   if (fs::is_directory(out)) lock_.emplace(out);
   run_ = read_existing_run(c_, run_path_, ckpt_path_, options_);

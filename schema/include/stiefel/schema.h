@@ -7,7 +7,8 @@
 // Keywords: type, enum, const, properties, required, additionalProperties, patternProperties,
 // propertyNames, items, minItems, maxItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
 // minLength, pattern, anyOf, oneOf, allOf, $ref (to "#/$defs/NAME"), and the annotations $schema,
-// $id, $defs, $comment, title, description, default. A schema using any other keyword is refused when it is
+// $id, $defs, $comment, title, description, default, task_defaults (stiefel's: a setting's value per
+// task where its default stands for the task's). A schema using any other keyword is refused when it is
 // loaded (SchemaError), so a misspelt keyword cannot switch a check off.
 #pragma once
 

@@ -78,6 +78,10 @@ struct RunStatus {
   long long epoch = 0, epochs = 0;  // the last recorded epoch and the run's length, when known
   std::string detail;               // why (failed): the log's last line, or what was wrong with the record
 };
+// Throws std::runtime_error unless every folder from OUT/runs down to run K's folder is a folder or
+// absent, never a symbolic link: a link planted in a results folder would lead a run's files out.
+void check_inside_results(const Grid& grid, std::size_t k);
+
 // The state of a run folder from its files alone.
 RunStatus run_status(const std::filesystem::path& run_dir);
 // The state of the grid's run K: run_status of its folder, and a finished record checked against

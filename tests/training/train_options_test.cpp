@@ -1,0 +1,62 @@
+// The defaults experiment.schema.json states for `stiefel train` (which the grid-cell check of run
+// records reads) are the trainer's own: "default" against TrainConfig, "task_defaults" against what a
+// run of each task records in its config.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <stiefel/schema.h>
+#include <stiefel/training/trainer.h>
+#include <unistd.h>
+
+namespace stiefel::training {
+namespace {
+
+namespace fs = std::filesystem;
+
+const nlohmann::json& train_properties() {
+  return schema::experiment_definition().schema()["$defs"]["train"]["properties"];
+}
+
+TEST(TrainOptions, TheSchemaDefaultsAreTheTrainersDefaults) {
+  auto options = run_options(TrainConfig{});
+  TrainConfig codebook;  // the codebook's settings are recorded for the arms that have one
+  codebook.arm = "c2";
+  options.update(run_options(codebook));
+  options["arm"] = TrainConfig{}.arm;
+  for (const auto& [key, spec] : train_properties().items()) {
+    if (key == "data") continue;  // no default: the task's data set
+    ASSERT_TRUE(spec.contains("default")) << key;
+    ASSERT_TRUE(options.contains(key)) << key;
+    EXPECT_EQ(spec["default"], options[key]) << key;
+  }
+}
+
+TEST(TrainOptions, TheSchemaTaskDefaultsAreWhatEachTaskRuns) {
+  const fs::path dir = fs::temp_directory_path() / ("stiefel-train-options-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  for (const std::string task : {"grok", "image"}) {
+    TrainConfig c;
+    c.task = task;
+    c.epochs = 1;
+    c.quiet = true;
+    c.out = (dir / task).string();
+    if (task == "image") {  // Fashion-MNIST from Debian's dataset-fashion-mnist, at smoke size
+      c.n = 256;
+      c.pca_samples = 2000;
+      c.test_n = 100;
+      c.warmup_epochs = 0;
+    }
+    std::ostringstream progress;
+    const auto run = train(c, progress);
+    for (const auto& [key, spec] : train_properties().items()) {
+      if (!spec.contains("task_defaults")) continue;
+      ASSERT_TRUE(run["config"].contains(key)) << task << " " << key;
+      EXPECT_EQ(run["config"][key], spec["task_defaults"][task]) << task << " " << key;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace stiefel::training
