@@ -308,11 +308,12 @@ std::string empirical_verdict(const json& claim, const std::vector<json>& tables
     const bool at_budget = at_claim_budget(claim, t);
     auto [ev, decides] = table_evidence(claim, t, e);
     if (at_budget && t.contains("reading")) {
-      // The paper's budget under another reading of its protocol: shown beside the paper
-      // profile's evidence with its own verdict, never deciding the claim's.
+      // The paper's budget under the other reading of a protocol the paper states two ways: it
+      // decides as the paper profile does, and two complete readings that disagree settle nothing.
       ev["reading"] = t["reading"];
-      ev["verdict"] = "other reading: " + ev["verdict"].get<std::string>();
+      ev["verdict"] = "reading: " + ev["verdict"].get<std::string>();
       row["evidence"].push_back(ev);
+      if (decides) decided.insert(e.verdict);
     } else if (at_budget) {
       row["evidence"].push_back(ev);
       if (decides) decided.insert(e.verdict);
@@ -327,7 +328,8 @@ std::string empirical_verdict(const json& claim, const std::vector<json>& tables
   if (!reduced_verdict.empty()) row["reduced_verdict"] = reduced_verdict;
   if (decided.size() == 1) return *decided.begin();
   if (decided.size() > 1) {
-    // Two complete tables at the paper's budget that disagree settle nothing.
+    // Two complete tables at the paper's budget (its two readings of a protocol, or repeats) that
+    // disagree settle nothing.
     row["note"] = "results at the paper's budget disagree";
     return "not confirmed";
   }
@@ -355,7 +357,9 @@ struct VerdictCounts {
 const char* const kVerdictRules =
     "Verdicts never cross budgets. confirmed: our evidence at the paper's budget agrees with the claim by its "
     "stated rule; not confirmed: inconclusive (e.g. the CI contains 0 where the paper claims an effect), or "
-    "two complete results at the paper's budget disagree; refuted: our evidence at the paper's budget "
+    "two complete results at the paper's budget disagree (the paper's two readings of a protocol it states "
+    "two ways, e.g. AdamW at 1e-3 in Table 1 and 1e-2 in §3.3, each decide); refuted: our evidence at the paper's "
+    "budget "
     "contradicts it; not run: no certificate entry, and no complete result at the paper's budget. An "
     "empirical claim's verdict is decided only by a table run at the paper's budget — the paper profile's "
     "grid in every train setting except data and device, with the same seeds (a claim that lists in "

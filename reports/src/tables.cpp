@@ -652,6 +652,13 @@ void add_budget(json& table, const ResolvedExperiment& ex) {
   if (ex.profile_spec.contains("reading")) {
     table["reading"] = ex.profile_spec["reading"];
     table["reading_settings"] = ex.profile_spec["reading_settings"];
+  } else if (ex.profile == "paper") {  // the paper profile, where the definition names other readings
+    json others = json::array();
+    const json profiles = ex.definition.value("profiles", json::object());
+    for (const auto& [p, spec] : profiles.items())
+      if (spec.is_object() && spec.contains("reading"))
+        others.push_back({{"profile", p}, {"reading", spec["reading"]}});
+    if (!others.empty()) table["other_readings"] = others;
   }
 }
 
@@ -767,8 +774,11 @@ void write_preamble(std::ostream& md, const json& t) {
      << "\n";
   if (t.contains("reading"))
     md << "- Reading: " << t["reading"].get<std::string>()
-       << " (the paper's budget; the paper profile's reading decides "
-       << "the claims, this one is shown beside it)\n";
+       << " (the paper's budget; complete, it decides the claims as the paper profile does, and where the two "
+       << "readings disagree a claim is not confirmed)\n";
+  for (const auto& o : t.value("other_readings", json::array()))
+    md << "- Reading: the definition's settings as stated (the paper also states the protocol as profile `"
+       << o["profile"].get<std::string>() << "`: " << o["reading"].get<std::string>() << ")\n";
   write_budget_line(md, t);
   const std::string ds = comma_list(t["datasets"]), dev = comma_list(t["devices"]);
   md << "- Data: " << (ds.empty() ? "none completed" : ds) << "; device: " << (dev.empty() ? "-" : dev) << "\n";

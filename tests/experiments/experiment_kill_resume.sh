@@ -45,7 +45,7 @@ echo "killed with $n_before completed; interrupted run: $partial"
 # --status names the interrupted run failed (nobody holds its lock), the rest completed or missing.
 "$stiefel" experiment "$definition" --profile paper --out "$out" --status > "$work/status.txt"
 cat "$work/status.txt"
-grep -q "^kill-resume \[paper\]: 4 runs: $n_before completed, 0 diverged, 0 running, 0 queued, 1 failed, 0 repair, $((3 - n_before)) missing" "$work/status.txt" \
+grep -q "^kill-resume \[paper\]: 4 runs: $n_before completed, 0 diverged, 0 running, 0 queued, 1 failed, 0 repair, 0 mismatched, $((3 - n_before)) missing" "$work/status.txt" \
   || { echo "FAIL: --status after the kill"; exit 1; }
 grep -q "^${partial#$out/runs/} *failed .*log $partial/log.txt" "$work/status.txt" || { echo "FAIL: --status does not name the interrupted run"; exit 1; }
 

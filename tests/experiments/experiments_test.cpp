@@ -227,22 +227,31 @@ TEST(Ledger, AReducedBudgetNeverDecidesAVerdict) {
   EXPECT_NE(md.find(" | cpu (n = 50, 2 epochs, 3 seeds): confirmed |"), std::string::npos) << md;
 }
 
-TEST(Ledger, AnotherReadingAtThePapersBudgetIsShownAndDecidesNothing) {
+// The paper states some protocols two ways (AdamW at 1e-3 in Table 1, 1e-2 in §3.3): a table under
+// either reading is at the paper's budget and decides; two complete readings that disagree settle
+// nothing.
+TEST(Ledger, EitherReadingAtThePapersBudgetDecidesAndDisagreementSettlesNothing) {
   const json pos = {{"type", "positive"}};
   auto other = table_with(-3, -1, 1, 1);
   other["profile"] = "paper-adamw-1e-2";
   other["reading"] = "AdamW at 1e-2";
   auto row = ledger_row(pos, {other});
-  EXPECT_EQ(row["verdict"], "not run");
+  EXPECT_EQ(row["verdict"], "refuted");
   ASSERT_EQ(row["evidence"].size(), 1u);
-  EXPECT_EQ(row["evidence"][0]["verdict"], "other reading: refuted");
-  // Beside the paper profile's table, the paper profile decides and the other reading stays visible.
+  EXPECT_EQ(row["evidence"][0]["verdict"], "reading: refuted");
+  // Beside a paper-profile table that disagrees: not confirmed, both shown.
   row = ledger_row(pos, {other, table_with(1, 3, 1, 1)});
-  EXPECT_EQ(row["verdict"], "confirmed");
+  EXPECT_EQ(row["verdict"], "not confirmed");
+  EXPECT_EQ(row["note"], "results at the paper's budget disagree");
   ASSERT_EQ(row["evidence"].size(), 2u);
+  // Two readings that agree: their verdict.
+  auto agreeing = table_with(1, 3, 1, 1);
+  agreeing["profile"] = "paper-adamw-1e-2";
+  agreeing["reading"] = "AdamW at 1e-2";
+  EXPECT_EQ(ledger_row(pos, {agreeing, table_with(1, 3, 1, 1)})["verdict"], "confirmed");
   const auto md = ledger_markdown(build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}),
                                                {other, table_with(1, 3, 1, 1)}, nullptr));
-  EXPECT_NE(md.find("reading: AdamW at 1e-2 — *other reading: refuted*"), std::string::npos) << md;
+  EXPECT_NE(md.find("reading: AdamW at 1e-2 — *reading: refuted*"), std::string::npos) << md;
 }
 
 TEST(Ledger, APaperBudgetTableWithMissingSeedsIsInterim) {

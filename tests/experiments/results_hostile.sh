@@ -86,7 +86,7 @@ fresh copied
 cp "$work/copied/runs/main/a2/seed-0/run.json" "$work/copied/runs/main/b2/seed-0/run.json"
 "$stiefel" report "$work/copied" --out "$work/copied-report" --resamples 200 --no-plots > /dev/null 2>&1 ||
   fail "report over a copied record"
-python3 - "$work/copied-report/table7-smoke.json" <<'PY' || exit 1
+python3 - "$work/copied-report/table7-smoke.json" <<'PY' || fail "the table of a copied record (above)"
 import json, sys
 t = json.load(open(sys.argv[1]))
 m = t["runs_mismatched"]
