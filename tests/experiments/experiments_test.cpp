@@ -721,16 +721,6 @@ std::string shown(const std::string& text) {
 
 bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
 
-// A private folder for one test, removed at the end.
-struct TempFolder {
-  fs::path dir;
-  explicit TempFolder(const std::string& name)
-      : dir(fs::temp_directory_path() / ("stiefel-plots-test-" + std::to_string(::getpid()) + "-" + name)) {
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~TempFolder() { fs::remove_all(dir); }
-};
 
 std::vector<std::string> entries(const fs::path& dir) {
   std::vector<std::string> names;
@@ -741,7 +731,7 @@ std::vector<std::string> entries(const fs::path& dir) {
 
 TEST(Plots, GnuplotShowsEveryHostileTextAsItIsAndRunsNothing) {
   if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot";
-  TempFolder t("print");
+  ResultsFolder t("print");
   const auto texts = hostile_texts(t.dir / "ran");
   std::string script = "macro = 'EXPANDED'\nset print " + gnuplot_string((t.dir / "printed.txt").string()) + "\n";
   std::string expected;
@@ -797,7 +787,7 @@ struct ScopedEnv {
 
 TEST(Plots, HostileTitlesLabelsAndOutputFolderRunNothingAndWriteOnlyTheFigures) {
   if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot";
-  TempFolder t("hostile");
+  ResultsFolder t("hostile");
   const fs::path marker = t.dir / "ran";
   const auto table = hostile_table(marker, t.dir / "results");
   // The scratch folder's old predictable name, planted as a link to a folder it must never write.
@@ -824,7 +814,7 @@ TEST(Plots, HostileTitlesLabelsAndOutputFolderRunNothingAndWriteOnlyTheFigures) 
 }
 
 TEST(Plots, AFailingGnuplotLeavesNoScratchFolderAndNoFigure) {
-  TempFolder t("failing");
+  ResultsFolder t("failing");
   fs::create_directories(t.dir / "bin");
   fs::create_directories(t.dir / "tmp");
   std::ofstream(t.dir / "bin" / "gnuplot") << "#!/bin/sh\necho 'cannot draw this' >&2\nexit 1\n";
@@ -933,7 +923,7 @@ TEST(RunRecord, EpochsMissingRepeatedOrRenumberedAreRefused) {
 }
 
 TEST(Files, FifosDevicesFoldersAndDeepNestingAreRefusedAtOnce) {
-  TempFolder t("files");
+  ResultsFolder t("files");
   ASSERT_EQ(::mkfifo((t.dir / "fifo.json").c_str(), 0600), 0);
   const auto refused = [](const std::string& path, const std::string& what) {
     try {
