@@ -163,18 +163,18 @@ struct Figure {
 
 // Every figure's title states the budget run, on a second line (the title states the paper's).
 std::string figure_title(const json& t) {
-  std::string title = t["title"];
+  std::string title = t.at("title");
   if (t.contains("budget")) {
-    const auto phrase = budget_phrase(t["budget"], false, t.value("paper_budget", json()));
+    const auto phrase = budget_phrase(t.at("budget"), false, t.value("paper_budget", json()));
     title += t.value("at_paper_budget", false) ? "\nrun at the paper's budget: " + phrase
                                                : "\nrun at " + phrase + " (reduced budget)";
   }
-  return title + " [" + t["profile"].get<std::string>() + "]";
+  return title + " [" + t.at("profile").get<std::string>() + "]";
 }
 
 // "GROUP: " before an arm's name when the table has more than one group.
 std::string group_prefix(const json& t, const json& g) {
-  return t["groups"].size() > 1 ? g["id"].get<std::string>() + ": " : "";
+  return t.at("groups").size() > 1 ? g.at("id").get<std::string>() + ": " : "";
 }
 
 // kind "isometry": the isometry error against epoch; kind "grok": train and held-out accuracy against
@@ -185,19 +185,20 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
     f.gp << "set logscale y\nset format y '10^{%L}'\n";
   else
     f.gp << "set yrange [0:1.02]\n";
-  for (const auto& g : t["groups"])
-    for (const auto& a : g["arms"]) {
+  for (const auto& g : t.at("groups"))
+    for (const auto& a : g.at("arms")) {
       if (!a.contains("curve")) continue;
-      const auto& c = a["curve"];
+      const auto& c = a.at("curve");
       std::ostringstream out;
-      for (std::size_t i = 0; i < c["epoch"].size(); ++i) {
-        out << c["epoch"][i].get<double>() << " " << c["train_acc"][i].get<double>() << " ";
-        out << (c["test_acc"][i].is_null() ? std::string("NaN") : std::to_string(c["test_acc"][i].get<double>()));
-        out << " " << std::max(1e-300, c["isometry_error_max"][i].get<double>()) << "\n";
+      for (std::size_t i = 0; i < c.at("epoch").size(); ++i) {
+        out << c.at("epoch").at(i).get<double>() << " " << c.at("train_acc").at(i).get<double>() << " ";
+        out << (c.at("test_acc").at(i).is_null() ? std::string("NaN")
+                                                 : std::to_string(c.at("test_acc").at(i).get<double>()));
+        out << " " << std::max(1e-300, c.at("isometry_error_max").at(i).get<double>()) << "\n";
       }
       const std::string dat = gnuplot_string(f.data_file(out.str()));
-      const std::string label = (t["groups"].size() > 1 ? g["label"].get<std::string>() + " " : "") +
-                                a.value("label", a["id"].get<std::string>());
+      const std::string label = (t.at("groups").size() > 1 ? g.at("label").get<std::string>() + " " : "") +
+                                a.value("label", a.at("id").get<std::string>());
       if (kind == "isometry") {
         f.series.push_back(dat + " using 1:4 with lines lw 2 title " + gnuplot_string(label));
       } else {
@@ -210,14 +211,15 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
 // gap: one point per group (x = n) with its CI; eps: one point per arm (x = ε) with its sd.
 std::string sweep_points(const json& t, bool gap) {
   std::ostringstream out;
-  for (const auto& g : t["groups"])
-    for (const auto& a : g["arms"]) {
-      if (gap && g.contains("x") && a.contains("vs_baseline") && a["vs_baseline"].contains("ci_low")) {
-        const auto& c = a["vs_baseline"];
-        out << g["x"].get<double>() << " " << c["diff_mean"].get<double>() << " " << c["ci_low"].get<double>() << " "
-            << c["ci_high"].get<double>() << "\n";
+  for (const auto& g : t.at("groups"))
+    for (const auto& a : g.at("arms")) {
+      if (gap && g.contains("x") && a.contains("vs_baseline") && a.at("vs_baseline").contains("ci_low")) {
+        const auto& c = a.at("vs_baseline");
+        out << g.at("x").get<double>() << " " << c.at("diff_mean").get<double>() << " " << c.at("ci_low").get<double>()
+            << " " << c.at("ci_high").get<double>() << "\n";
       } else if (!gap && a.contains("x") && a.contains("acc_mean")) {
-        out << a["x"].get<double>() << " " << a["acc_mean"].get<double>() << " " << a.value("acc_sd", 0.0) << "\n";
+        out << a.at("x").get<double>() << " " << a.at("acc_mean").get<double>() << " " << a.value("acc_sd", 0.0)
+            << "\n";
       }
     }
   return out.str();
@@ -226,13 +228,13 @@ std::string sweep_points(const json& t, bool gap) {
 // The paper's values, where the definition gives them per group or arm (empty when it gives none).
 std::string sweep_paper_points(const json& t, bool gap) {
   std::ostringstream pout;
-  for (const auto& g : t["groups"])
-    for (const auto& a : g["arms"]) {
+  for (const auto& g : t.at("groups"))
+    for (const auto& a : g.at("arms")) {
       if (!a.contains("paper")) continue;
-      if (gap && g.contains("x") && a["paper"].contains("diff"))
-        pout << g["x"].get<double>() << " " << a["paper"]["diff"].get<double>() << "\n";
-      if (!gap && a.contains("x") && a["paper"].contains("acc"))
-        pout << a["x"].get<double>() << " " << a["paper"]["acc"].get<double>() << "\n";
+      if (gap && g.contains("x") && a.at("paper").contains("diff"))
+        pout << g.at("x").get<double>() << " " << a.at("paper").at("diff").get<double>() << "\n";
+      if (!gap && a.contains("x") && a.at("paper").contains("acc"))
+        pout << a.at("x").get<double>() << " " << a.at("paper").at("acc").get<double>() << "\n";
     }
   return pout.str();
 }
@@ -262,12 +264,13 @@ void draw_sweep(Figure& f, const json& t, const std::string& kind) {
 std::pair<int, int> write_accuracy_rows(std::ostream& out, const json& c) {
   const bool has_val = c.contains("val_acc");
   int rows = 0, val_rows = 0;
-  for (std::size_t i = 0; i < c["epoch"].size(); ++i) {
-    if (c["test_acc"][i].is_null()) continue;
-    out << c["epoch"][i].get<double>() << " " << 100 * c["test_acc"][i].get<double>() << " "
-        << 100 * c["test_acc_min"][i].get<double>() << " " << 100 * c["test_acc_max"][i].get<double>() << " ";
-    if (has_val && !c["val_acc"][i].is_null()) {
-      out << 100 * c["val_acc"][i].get<double>() << "\n";
+  for (std::size_t i = 0; i < c.at("epoch").size(); ++i) {
+    if (c.at("test_acc").at(i).is_null()) continue;
+    out << c.at("epoch").at(i).get<double>() << " " << 100 * c.at("test_acc").at(i).get<double>() << " "
+        << 100 * c.at("test_acc_min").at(i).get<double>() << " " << 100 * c.at("test_acc_max").at(i).get<double>()
+        << " ";
+    if (has_val && !c.at("val_acc").at(i).is_null()) {
+      out << 100 * c.at("val_acc").at(i).get<double>() << "\n";
       ++val_rows;
     } else {
       out << "NaN\n";
@@ -283,15 +286,15 @@ void draw_accuracy(Figure& f, const json& t) {
   f.head("epoch", "test accuracy (%): mean, band min to max over seeds");
   f.gp << "set style fill transparent solid 0.15 noborder\n";
   int colour = 0;
-  for (const auto& g : t["groups"])
-    for (const auto& a : g["arms"]) {
+  for (const auto& g : t.at("groups"))
+    for (const auto& a : g.at("arms")) {
       if (!a.contains("curve")) continue;
       std::ostringstream out;
-      const auto [rows, val_rows] = write_accuracy_rows(out, a["curve"]);
+      const auto [rows, val_rows] = write_accuracy_rows(out, a.at("curve"));
       if (!rows) continue;
       const std::string dat = gnuplot_string(f.data_file(out.str()));
       const std::string lc = " lc " + std::to_string(++colour);
-      const std::string label = group_prefix(t, g) + a.value("label", a["id"].get<std::string>()) + ", " +
+      const std::string label = group_prefix(t, g) + a.value("label", a.at("id").get<std::string>()) + ", " +
                                 std::to_string(a.value("n", 0)) + " seeds";
       f.series.push_back(dat + " using 1:3:4 with filledcurves" + lc + " notitle");
       f.series.push_back(dat + " using 1:2 with linespoints lw 2 pt 7 ps 0.6" + lc + " title " + gnuplot_string(label));
@@ -305,18 +308,19 @@ void draw_accuracy(Figure& f, const json& t) {
 // its CI, the paper's value, and the column's tic.
 struct PairedColumns {
   void add(const std::string& label, const json& c, const json& paper) {
-    if (!c.contains("differences") || c["differences"].empty()) return;
+    if (!c.contains("differences") || c.at("differences").empty()) return;
     const double x = ++columns;
-    const auto& d = c["differences"];
+    const auto& d = c.at("differences");
     for (std::size_t j = 0; j < d.size(); ++j) {
       // Seeds spread across the left of the column, so that equal differences stay visible.
       const double jitter = d.size() > 1 ? 0.3 * double(j) / double(d.size() - 1) : 0.15;
-      seeds << x - 0.3 + jitter << " " << d[j]["diff"].get<double>() << "\n";
+      seeds << x - 0.3 + jitter << " " << d.at(j).at("diff").get<double>() << "\n";
     }
-    mean << x + 0.15 << " " << c["diff_mean"].get<double>() << " " << c.value("ci_low", c["diff_mean"].get<double>())
-         << " " << c.value("ci_high", c["diff_mean"].get<double>()) << "\n";
-    if (paper.is_object() && paper.contains("diff") && paper["diff"].is_number()) {
-      paper_values << x + 0.15 << " " << paper["diff"].get<double>() << "\n";
+    mean << x + 0.15 << " " << c.at("diff_mean").get<double>() << " "
+         << c.value("ci_low", c.at("diff_mean").get<double>()) << " "
+         << c.value("ci_high", c.at("diff_mean").get<double>()) << "\n";
+    if (paper.is_object() && paper.contains("diff") && paper.at("diff").is_number()) {
+      paper_values << x + 0.15 << " " << paper.at("diff").get<double>() << "\n";
       ++paper_points;
     }
     tics.push_back(gnuplot_string(label) + " " + std::to_string(columns));
@@ -336,18 +340,18 @@ void draw_paired(Figure& f, const json& t) {
                   : "paired difference of final test accuracy (arm - baseline), pp");
   PairedColumns cols;
   const std::string base = t.value("baseline", "");
-  for (const auto& g : t["groups"]) {
+  for (const auto& g : t.at("groups")) {
     const std::string prefix = group_prefix(t, g);
-    for (const auto& a : g["arms"])
+    for (const auto& a : g.at("arms"))
       if (a.contains("vs_baseline"))
-        cols.add(prefix + a["id"].get<std::string>() + " - " + base, a["vs_baseline"], a.value("paper", json()));
-    for (const auto& k : g["contrasts"])
-      cols.add(prefix + k["arm"].get<std::string>() + " - " + k["baseline"].get<std::string>(), k["vs_baseline"],
-               k.value("paper", json()));
+        cols.add(prefix + a.at("id").get<std::string>() + " - " + base, a.at("vs_baseline"), a.value("paper", json()));
+    for (const auto& k : g.at("contrasts"))
+      cols.add(prefix + k.at("arm").get<std::string>() + " - " + k.at("baseline").get<std::string>(),
+               k.at("vs_baseline"), k.value("paper", json()));
   }
   if (!cols.columns) return;
   f.gp << "set xrange [0.4:" << cols.columns + 0.6 << "]\nset xtics (";
-  for (std::size_t i = 0; i < cols.tics.size(); ++i) f.gp << (i ? ", " : "") << cols.tics[i];
+  for (std::size_t i = 0; i < cols.tics.size(); ++i) f.gp << (i ? ", " : "") << cols.tics.at(i);
   f.gp << ") rotate by 30 right noenhanced\nset xzeroaxis lt -1 lw 1.5\nset bmargin 8\n";
   f.series.push_back(gnuplot_string(f.data_file(cols.seeds.str())) +
                      " using 1:2 with points pt 7 ps 0.8 lc 1 title 'per seed'");
@@ -397,7 +401,7 @@ FigureScript figure_script(const json& t, const std::string& kind) {
   FigureScript out;
   if (f.series.empty()) return out;
   out.script = f.gp.str() + "plot ";
-  for (std::size_t i = 0; i < f.series.size(); ++i) out.script += (i ? ", \\\n     " : "") + f.series[i];
+  for (std::size_t i = 0; i < f.series.size(); ++i) out.script += (i ? ", \\\n     " : "") + f.series.at(i);
   out.script += "\n";
   out.files = std::move(f.files);
   return out;
@@ -405,9 +409,9 @@ FigureScript figure_script(const json& t, const std::string& kind) {
 
 std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, const std::string& stem) {
   std::vector<std::string> written;
-  if (!t.contains("plots") || t["plots"].empty()) return written;
+  if (!t.contains("plots") || t.at("plots").empty()) return written;
   fs::create_directories(out_dir);
-  for (const auto& kind_j : t["plots"]) {
+  for (const auto& kind_j : t.at("plots")) {
     const std::string kind = kind_j;
     const auto script = figure_script(t, kind);
     if (script.script.empty()) continue;

@@ -832,6 +832,56 @@ TEST(Plots, AFailingGnuplotLeavesNoScratchFolderAndNoFigure) {
   EXPECT_TRUE(!fs::exists(t.dir / "out") || fs::is_empty(t.dir / "out"));
 }
 
+// A table that lacks a field, or whose curve columns differ in length, is an error (out_of_range)
+// for every kind of figure: nothing reads past a column or behind a missing key (which, with const
+// operator[], reads freed or foreign memory and fails, if at all, with some other error).
+TEST(Plots, ATableWithAMissingFieldOrAShortColumnIsAnError) {
+  const json curve = {{"epoch", {1, 2, 3}},
+                      {"train_acc", {0.1, 0.2, 0.3}},
+                      {"test_acc", {0.1, 0.2, 0.3}},
+                      {"test_acc_min", {0.1, 0.2, 0.3}},
+                      {"test_acc_max", {0.1, 0.2, 0.3}},
+                      {"isometry_error_max", {1e-3, 1e-3, 1e-3}}};
+  const json arm = {{"id", "b2"}, {"curve", curve}, {"n", 2}};
+  const json table = {{"title", "t"},
+                      {"profile", "p"},
+                      {"groups", {{{"id", "g"}, {"label", "g"}, {"arms", {arm}}, {"contrasts", json::array()}}}}};
+  for (const std::string kind : {"isometry", "grok", "accuracy"})
+    EXPECT_FALSE(figure_script(table, kind).script.empty()) << kind;  // the well-formed table draws
+
+  std::vector<std::pair<std::string, json>> broken;
+  for (const char* column : {"train_acc", "test_acc", "test_acc_min", "test_acc_max", "isometry_error_max"}) {
+    auto t = table;
+    t["groups"][0]["arms"][0]["curve"][column] = {0.1};
+    broken.emplace_back(std::string("short ") + column, t);
+  }
+  auto t = table;
+  t["groups"][0]["arms"][0].erase("id");
+  broken.emplace_back("arm without id", t);
+  t = table;
+  t.erase("profile");
+  broken.emplace_back("table without profile", t);
+  for (const auto& [what, bad] : broken) {
+    int refused = 0;
+    for (const std::string kind : {"isometry", "accuracy"}) {
+      try {
+        figure_script(bad, kind);
+      } catch (const json::out_of_range&) {
+        ++refused;
+      }
+    }
+    EXPECT_GE(refused, 1) << what;
+  }
+  t = table;
+  t["groups"][0]["arms"][0]["curve"].erase("isometry_error_max");
+  EXPECT_THROW(figure_script(t, "isometry"), json::out_of_range);
+  t = table;
+  t["groups"][0]["arms"][0]["vs_baseline"] = {{"differences", {{{"diff", 1.0}}}}, {"diff_mean", 1.0}};
+  EXPECT_FALSE(figure_script(t, "paired").script.empty());
+  t["groups"][0]["arms"][0]["vs_baseline"].erase("diff_mean");
+  EXPECT_THROW(figure_script(t, "paired"), json::out_of_range);
+}
+
 // ---- Records are checked against their grid cell; counts and files are bounded ----
 
 TEST(CellCheck, ARecordMatchesOnlyItsOwnCell) {
