@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (preset `fuzz`: clang, ASan, UBSan) and runs each for SECONDS
+# Builds the libFuzzer targets (preset `fuzz`: clang, ASan, UBSan, -O1 with assertions on, so that
+# nlohmann JSON asserts on a const operator[] of a missing key) and runs each for SECONDS
 # (default 30) from its seed corpus in fuzz/corpus/ (plus the project's own definitions, claims and
 # run records, and a checkpoint written by the build under test). A crash, a sanitizer report or an unexpected exception fails the run; the input is
 # kept under build/fuzz/artifacts/. Prints one line per target: runs, coverage, corpus size.

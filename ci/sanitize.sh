@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The `sanitize` preset (gcc, AddressSanitizer + UndefinedBehaviorSanitizer, RelWithDebInfo).
+# The `sanitize` preset (gcc, AddressSanitizer + UndefinedBehaviorSanitizer, -O1 -g1 with assertions
+# on: Eigen's index checks and nlohmann JSON's own asserts run too).
 #   ci/sanitize.sh fast   the unit-test programs that do not link LibTorch (CI's sanitize_fast_slice)
 #   ci/sanitize.sh full   every target, then the whole test suite under the sanitizers
 # A sanitizer report fails the run (UBSan halts on the first error; ASan always does).

@@ -1,7 +1,10 @@
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <stdexcept>
+#include <utility>
 #include <stiefel/certificates/claim.h>
+#include <stiefel/certificates/junit.h>
 #include <stiefel/certificates/runner.h>
 
 #include "commands.h"
@@ -15,6 +18,7 @@ struct CertifyArgs {
   std::string precision = "both";
   std::string swap;
   std::string checkpoint;
+  std::string junit;
   bool list = false;
 };
 
@@ -34,6 +38,8 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
   cmd->add_option("--checkpoint", args.checkpoint,
                   "check a training checkpoint's frames instead (isometry, tangent first moments)")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--junit", args.junit,
+                  "also write the result as JUnit XML (one test case per claim and per control; written atomically)");
   cmd->add_flag("--list", args.list, "list the registered claims and their controls, then exit");
   cmd->add_option("--swap-control", args.swap,
                   "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail)")
@@ -83,8 +89,12 @@ int run_suite(CertifyArgs& args, const CLI::App& cmd) {
   try {
     const auto result = certificates::run_certificate(run, std::cerr);
     io::write_file_atomically(args.out, result.certificate.dump(2) + "\n");
-    std::cerr << "certificate written to " << args.out << "\n"
-              << result.passed << " passed, " << result.failed << " failed\n";
+    std::cerr << "certificate written to " << args.out << "\n";
+    if (!args.junit.empty()) {
+      io::write_file_atomically(args.junit, certificates::junit_xml(result.certificate));
+      std::cerr << "JUnit report written to " << args.junit << "\n";
+    }
+    std::cerr << result.passed << " passed, " << result.failed << " failed\n";
     return result.failed == 0 ? 0 : 1;
   } catch (const std::invalid_argument& e) {
     std::cerr << "stiefel certify: " << e.what() << "\n";
@@ -108,10 +118,31 @@ void add_certify_command(CLI::App& app, int& exit_code) {
     if (args->list) return list_claims();
     // --out is checked before any work: a folder, a symbolic link or an unwritable path is refused
     // now, not after the whole suite has run.
-    try {
-      io::check_output_path(args->out);
-    } catch (const std::exception& e) {
-      std::cerr << "stiefel certify: --out " << e.what() << "\n";
+    for (const auto& [name, path] :
+         {std::pair<std::string, std::string>{"--out", args->out}, {"--junit", args->junit}}) {
+      if (path.empty()) continue;
+      try {
+        io::check_output_path(path);
+        // The folder is made now, so that a path no file can be written to fails before the suite
+        // runs, not after the certificate has been written and the report could not be.
+        const auto folder = std::filesystem::path(path).parent_path();
+        std::error_code ec;
+        if (!folder.empty() && !std::filesystem::create_directories(folder, ec) && ec)
+          throw std::runtime_error(path + ": cannot create its folder " + folder.string() + " (" + ec.message() + ")");
+      } catch (const std::exception& e) {
+        std::cerr << "stiefel certify: " << name << " " << e.what() << "\n";
+        exit_code = 2;
+        return;
+      }
+    }
+    if (!args->junit.empty() && !args->checkpoint.empty()) {
+      std::cerr << "stiefel certify: --junit reports the claim suite; it does not apply to --checkpoint\n";
+      exit_code = 2;
+      return;
+    }
+    if (!args->junit.empty() &&
+        std::filesystem::weakly_canonical(args->junit) == std::filesystem::weakly_canonical(args->out)) {
+      std::cerr << "stiefel certify: --junit and --out name the same file (" << args->out << ")\n";
       exit_code = 2;
       return;
     }

@@ -2,12 +2,14 @@
 # Runs `stiefel certify` on every claim in both precisions, then checks the certificate: exit
 # code, JSON Schema validity, at least 24 claims and controls, the Table 9 figures, the refuted
 # claims with their counterexamples, and that a failed write leaves an existing file untouched.
+# The same run's JUnit report (--junit) validates against JUNIT_XSD and holds one passing test case
+# per claim and per control of the certificate.
 set -euo pipefail
-stiefel=$1 schema=$2 work=$3
+stiefel=$1 schema=$2 work=$3 junit_xsd=$4
 rm -rf "$work" && mkdir -p "$work"
 cert="$work/certificate.json"
 
-"$stiefel" certify --cases 40 --out "$cert" 2> "$work/table.txt" || {
+"$stiefel" certify --cases 40 --out "$cert" --junit "$work/certificate.xml" 2> "$work/table.txt" || {
   cat "$work/table.txt"; echo "certify exited non-zero"; exit 1; }
 tail -n 1 "$work/table.txt" | grep -Eq '^[0-9]+ passed, 0 failed$'
 python3 -m jsonschema -i "$cert" "$schema"
@@ -34,6 +36,30 @@ for k in c["claims"]:
         assert r is None or r > k["tolerance"]["value"], k["id"]
         assert ce["mp50"]["residual"] is not None, k["id"]
 print("certificate ok:", s)
+PY
+
+xmllint --noout --schema "$junit_xsd" "$work/certificate.xml"
+python3 - "$cert" "$work/certificate.xml" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+c = json.load(open(sys.argv[1]))
+root = ET.parse(sys.argv[2]).getroot()
+suites = {s.get("name"): s for s in root.findall("testsuite")}
+assert set(suites) == {"claims", "controls"}, suites
+claims = [t.get("name") for t in suites["claims"].findall("testcase")]
+controls = [t.get("name") for t in suites["controls"].findall("testcase")]
+assert claims == [k["id"] for k in c["claims"]], (claims, [k["id"] for k in c["claims"]])
+assert controls == [k["id"] + "/" + x["id"] for k in c["claims"] for x in k["controls"]], controls
+for s in suites.values():
+    assert int(s.get("tests")) == len(s.findall("testcase")) and s.get("failures") == "0", s.attrib
+assert root.get("tests") == str(len(claims) + len(controls)) and root.get("failures") == "0", root.attrib
+assert not root.findall(".//failure"), "failures in a passing certificate"
+refuted = [k["id"] for k in c["claims"] if k["observed"] == "refuted"]
+for t in suites["claims"].findall("testcase"):
+    out = t.find("system-out").text
+    assert "reproduce: stiefel certify" in out, out
+    if t.get("name") in refuted:
+        assert "counterexample: {" in out, out
+print("JUnit report ok:", len(claims), "claims,", len(controls), "controls")
 PY
 
 # A write that cannot complete must leave the previous certificate as it was.

@@ -165,7 +165,8 @@ void check_pickle(const std::string& b, std::size_t begin, std::size_t end, cons
       for (int line = in(line2, op) ? 2 : 1; line > 0; --line) {
         const std::size_t nl = b.find('\n', at);
         if (nl == std::string::npos || nl >= end) bad(record + ": a truncated pickle");
-        text += (text.empty() ? "" : "\n") + b.substr(at, nl - at);
+        if (!text.empty()) text += '\n';
+        text.append(b, at, nl - at);
         at = nl + 1;
       }
       if (op == 'c') pushed = "g:" + text;  // GLOBAL module\nname
