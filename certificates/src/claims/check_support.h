@@ -3,8 +3,7 @@
 // precisions see the same inputs), evaluates the claim (Mutant::kNone) or one of its named
 // controls, and returns a ratio against the claim's tolerance. Expected values are never built
 // with the code under test. Each group header lists its checks and figures; they are
-// instantiated once per group and precision, in the units certificates/CMakeLists.txt generates
-// from instantiate.cpp.in.
+// instantiated for double in checks_double.cpp and for 50 digits in checks_mp50.cpp only.
 #pragma once
 
 #include <Eigen/Eigenvalues>
@@ -74,8 +73,7 @@ S eps_of(const Case& c) {
 }  // namespace stiefel::certificates
 
 // A group header lists its checks as X(name, Mutant) and its figures as F(name); these declare
-// the instantiations of both precisions extern, so that only the generated instantiation units
-// compile them.
+// the instantiations of both precisions extern, so that only the two instantiation units compile them.
 #define STIEFEL_EXTERN_CHECK(name, Mutant)                                                                        \
   extern template ::stiefel::certificates::CheckResult check_##name<double>(const ::stiefel::certificates::Case&, \
                                                                             Mutant);                              \
