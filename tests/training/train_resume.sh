@@ -47,6 +47,21 @@ set -e
 [ "$rc" -ne 0 ] && grep -q "records another run: riemann_lr" "$work/err-other"
 [ "$before" = "$(sha256sum "$work/other/run.json" "$work/other/checkpoint.pt")" ]
 echo "a resume with other settings is refused"
+# A record whose epochs came from another attention route (an older build: the same function, other
+# bits) is not continued by this one.
+cp -r "$work/other" "$work/other-route"
+python3 - "$work/other-route/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["compute"]["attention_products"] = "small-matrix kernel"
+json.dump(r, open(sys.argv[1], "w"), indent=2)
+PY
+set +e
+"$stiefel" "${args[@]}" --out "$work/other-route" --resume 2> "$work/err-route"; rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q "records another run: attention products (small-matrix kernel → one \[Q|K|V\] GEMM" \
+  "$work/err-route"
+echo "a resume across attention routes is refused"
 
 # A finished run is never replaced or extended silently: without --resume it is refused, a resume
 # with other settings (more epochs, another arm) is refused naming them; --overwrite replaces it.

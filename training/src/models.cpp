@@ -1,4 +1,5 @@
 #include <stiefel/training/models.h>
+#include <stiefel/training/small_attention.h>
 #include <stiefel/training/small_matmul.h>
 
 #include <cmath>
@@ -6,7 +7,8 @@
 
 namespace stiefel::training {
 
-FrameAttentionImpl::FrameAttentionImpl(std::int64_t d, std::int64_t heads_, std::int64_t r_) : heads(heads_), r(r_) {
+FrameAttentionImpl::FrameAttentionImpl(std::int64_t d, std::int64_t heads_, std::int64_t r_, bool packed_)
+    : heads(heads_), r(r_), packed(packed_) {
   wq = register_parameter("wq", torch::zeros({heads, d, r}));
   wk = register_parameter("wk", torch::zeros({heads, d, r}));
   wv = register_module("wv", torch::nn::Linear(d, heads * r));
@@ -15,6 +17,15 @@ FrameAttentionImpl::FrameAttentionImpl(std::int64_t d, std::int64_t heads_, std:
 
 torch::Tensor FrameAttentionImpl::forward(const torch::Tensor& x) {
   const auto b = x.size(0), t = x.size(1);
+  if (packed) {
+    // [Q | K | V] = x · [W_Q | W_K | W_Vᵀ], the frames' heads side by side ([H, d, r] → [d, H·r]).
+    const auto d = x.size(2);
+    const auto w = torch::cat(
+        {wq.permute({1, 0, 2}).reshape({d, heads * r}), wk.permute({1, 0, 2}).reshape({d, heads * r}), wv->weight.t()},
+        1);
+    const auto qkv = x.reshape({b * t, d}).mm(w).view({b, t, 3 * heads * r});
+    return wo->forward(small_attention(qkv, wv->bias, heads, 1.0 / std::sqrt(double(r))));
+  }
   const auto q = torch::einsum("btd,hdr->bhtr", {x, wq});
   const auto k = torch::einsum("btd,hdr->bhtr", {x, wk});
   const auto v = wv->forward(x).view({b, t, heads, r}).transpose(1, 2);
@@ -25,10 +36,10 @@ torch::Tensor FrameAttentionImpl::forward(const torch::Tensor& x) {
   return wo->forward(heads_out.view({b, heads, t, r}).transpose(1, 2).reshape({b, t, heads * r}));
 }
 
-EncoderLayerImpl::EncoderLayerImpl(std::int64_t d, std::int64_t heads, std::int64_t r, std::int64_t ffn) {
+EncoderLayerImpl::EncoderLayerImpl(std::int64_t d, std::int64_t heads, std::int64_t r, std::int64_t ffn, bool packed) {
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
-  attn = register_module("attn", FrameAttention(d, heads, r));
+  attn = register_module("attn", FrameAttention(d, heads, r, packed));
   ff1 = register_module("ff1", torch::nn::Linear(d, ffn));
   ff2 = register_module("ff2", torch::nn::Linear(ffn, d));
 }
@@ -40,6 +51,8 @@ torch::Tensor EncoderLayerImpl::forward(torch::Tensor x) {
 
 ClassifierImpl::ClassifierImpl(const ModelSpec& s) : spec(s) {
   if (s.task != "image" && s.task != "grok") throw std::invalid_argument("model task must be image or grok");
+  if (s.attention != "per-head" && s.attention != "packed")
+    throw std::invalid_argument("model attention must be per-head or packed");
   if (s.task == "image") {
     embed = register_module("embed", torch::nn::Linear(s.input_dim, s.d));
     if (s.positional == "learned") {
@@ -59,7 +72,8 @@ ClassifierImpl::ClassifierImpl(const ModelSpec& s) : spec(s) {
     readout2 = register_module("readout2", torch::nn::Linear(s.d, s.classes));
   }
   layers = register_module("layers", torch::nn::ModuleList());
-  for (std::int64_t l = 0; l < s.layers; ++l) layers->push_back(EncoderLayer(s.d, s.heads, s.r, 4 * s.d));
+  for (std::int64_t l = 0; l < s.layers; ++l)
+    layers->push_back(EncoderLayer(s.d, s.heads, s.r, 4 * s.d, s.attention == "packed"));
   final_ln = register_module("final_ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.d})));
 }
 

@@ -456,7 +456,9 @@ nlohmann::json select_compute(const TrainConfig& c) {
   }
   use_small_bmm_kernel(pinned);
   compute["mode"] = c.compute;
-  compute["attention_products"] = pinned ? "small-matrix kernel" : "torch::matmul";
+  compute["attention_products"] = !pinned            ? "torch::matmul"
+                                  : c.task == "grok" ? "one [Q|K|V] GEMM, small-attention kernel"
+                                                     : "small-matrix kernel";
   return compute;
 }
 
@@ -472,6 +474,9 @@ ModelSpec model_spec(const TrainConfig& c, const Data& data) {
   spec.r = grok ? 32 : 16;
   spec.pooling = c.pooling;
   spec.positional = grok ? "none" : c.positional;
+  // The grokking model's 3-token attention through the packed route (models.h) under the pinned
+  // configuration; the reference configuration keeps the per-head route it had before.
+  spec.attention = grok && c.compute == "pinned" ? "packed" : "per-head";
   return spec;
 }
 
@@ -585,7 +590,7 @@ class Run {
   std::optional<io::FolderLock> lock_;
   nlohmann::json run_;
   nlohmann::json stored_config_ = nlohmann::json::object();
-  std::string stored_compute_;
+  std::string stored_compute_, stored_attention_;
   Data data_;
   ModelSpec spec_;
   Classifier model_{nullptr};
@@ -645,7 +650,10 @@ std::optional<nlohmann::json> Run::open_folder() {
     progress_ << ckpt_path_.string() << ": not the final checkpoint the record names; recomputing it\n";
   if (run_.is_object()) {
     stored_config_ = run_.value("config", nlohmann::json::object());
-    if (run_.contains("compute") && run_["compute"].is_object()) stored_compute_ = run_["compute"].value("mode", "");
+    if (run_.contains("compute") && run_["compute"].is_object()) {
+      stored_compute_ = run_["compute"].value("mode", "");
+      stored_attention_ = run_["compute"].value("attention_products", "");
+    }
   }
   return std::nullopt;
 }
@@ -781,6 +789,12 @@ void Run::write_header() {
         differs += (differs.empty() ? "" : ", ") + k + " (" + stored_config_[k].dump() + " → " + v.dump() + ")";
     if (!stored_compute_.empty() && stored_compute_ != c_.compute)
       differs += std::string(differs.empty() ? "" : ", ") + "compute (" + stored_compute_ + " → " + c_.compute + ")";
+    // Its epochs so far came from another attention route (another build): the same function,
+    // not the same bits, so the record would not be one run's.
+    const auto attention = compute_.value("attention_products", "");
+    if (!stored_attention_.empty() && stored_attention_ != attention)
+      differs += std::string(differs.empty() ? "" : ", ") + "attention products (" + stored_attention_ + " → " +
+                 attention + ")";
     if (!differs.empty())
       throw std::invalid_argument("--resume: " + run_path_.string() + " records another run: " + differs +
                                   "; resume with the same options or use another --out");

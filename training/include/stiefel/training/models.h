@@ -6,6 +6,14 @@
 //   Grokking (§4.3): 2 pre-LN layers, 4 heads, d = 128, r = 32, FFN 4×, one-hot token embedding
 //   98×128 (an Embedding, decayed), no causal mask, no positional embedding, read-out
 //   concat(3×128) → 128 → ReLU → 97.
+// The attention has two implementations of the same function (ModelSpec::attention):
+//   "per-head"  Q and K per head (einsum over the frames [H, d, r]), V by its Linear, then
+//               softmax(Q Kᵀ/√r) V as batches of small products (small_bmm); the image model's
+//               route, with which its committed records were made;
+//   "packed"    one GEMM projects every token onto [Q | K | V] (the frames laid side by side with
+//               V's weight), and small_attention mixes the heads in one pass; the grokking model's
+//               route (3 tokens: the per-head route spends more than the projections' GEMMs there).
+// They agree to float32 roundoff (tests/training/small_attention_test.cpp), not bit for bit.
 #pragma once
 
 #include <torch/torch.h>
@@ -16,16 +24,17 @@
 namespace stiefel::training {
 
 struct FrameAttentionImpl : torch::nn::Module {
-  FrameAttentionImpl(std::int64_t d, std::int64_t heads, std::int64_t r);
+  FrameAttentionImpl(std::int64_t d, std::int64_t heads, std::int64_t r, bool packed = false);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, d] → [B, T, d]
   std::int64_t heads, r;
+  bool packed;
   torch::Tensor wq, wk;  // [H, d, r]
   torch::nn::Linear wv{nullptr}, wo{nullptr};
 };
 TORCH_MODULE(FrameAttention);
 
 struct EncoderLayerImpl : torch::nn::Module {
-  EncoderLayerImpl(std::int64_t d, std::int64_t heads, std::int64_t r, std::int64_t ffn);
+  EncoderLayerImpl(std::int64_t d, std::int64_t heads, std::int64_t r, std::int64_t ffn, bool packed = false);
   torch::Tensor forward(torch::Tensor x);
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   FrameAttention attn{nullptr};
@@ -39,6 +48,7 @@ struct ModelSpec {
   std::int64_t d = 128, heads = 8, r = 16, layers = 2;
   std::string pooling = "mean";        // mean | cls
   std::string positional = "learned";  // learned | none
+  std::string attention = "per-head";  // per-head | packed
 };
 
 struct ClassifierImpl : torch::nn::Module {
