@@ -13,7 +13,8 @@ targets=("$@")
 [ "${#targets[@]}" -gt 0 ] || targets=(cifar10 idx definition claims run_record plot_script checkpoint)
 mkdir -p build
 cmake --preset fuzz > build/fuzz-configure.log 2>&1 || { cat build/fuzz-configure.log; exit 1; }
-cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" > /dev/null
+cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" > build/fuzz-build.log 2>&1 ||
+  { echo "ci/fuzz.sh: the fuzz tree does not build (build/fuzz-build.log):"; grep -E "error|FAILED" build/fuzz-build.log | head -20; exit 1; }
 work=build/fuzz/corpus-work artifacts=build/fuzz/artifacts
 mkdir -p "$artifacts"
 status=0
