@@ -264,6 +264,16 @@ json legacy_setting(const json& record, const std::string& key) {
 
 }  // namespace
 
+json cell_setting(const RunSpec& cell, const std::string& key) {
+  const auto& properties = schema::experiment_definition().schema()["$defs"]["train"]["properties"];
+  if (!properties.contains(key)) return json();
+  const std::string task = cell.train.value("task", properties["task"]["default"].get<std::string>());
+  const auto setting = [&](const std::string& k) {
+    return cell.train.contains(k) ? cell.train[k] : properties[k].value("default", json());
+  };
+  return resolved(key, setting(key), task, resolved("adam_lr", setting("adam_lr"), task, json()));
+}
+
 std::string cell_mismatch(const json& record, const RunSpec& cell) {
   if (!record.is_object()) return "not a run record";
   std::string diffs;

@@ -1,5 +1,6 @@
 #include <stiefel/reports/plots.h>
 
+#include <stiefel/arms.h>
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/tables.h>
@@ -136,10 +137,25 @@ void run_gnuplot(const ScratchFolder& work, const std::string& script) {
 
 // A figure's settings as gnuplot reads them. Every text from a definition, a results folder or the
 // command line reaches the script only through gnuplot_string; file names are the scratch folder's.
+// The legend sits below the plot (terminal()), never over a curve; autoscaled axes keep a margin of
+// their own, not rounded out to the next tic, so that no marker is cut at the border.
 std::string header(const std::string& title, const std::string& xlabel, const std::string& ylabel) {
-  return "set terminal pngcairo size 1000,600 enhanced font 'sans,10'\nset output 'figure.png'\nset title " +
-         gnuplot_string(title) + " noenhanced\nset xlabel " + gnuplot_string(xlabel) + " noenhanced\nset ylabel " +
-         gnuplot_string(ylabel) + " noenhanced\nset key outside right top noenhanced\nset grid\n";
+  return "set title " + gnuplot_string(title) + " noenhanced\nset xlabel " + gnuplot_string(xlabel) +
+         " noenhanced\nset ylabel " + gnuplot_string(ylabel) +
+         " noenhanced\nset grid\nset autoscale fix\nset offsets graph 0.02, graph 0.02, graph 0.04, graph 0.04\n";
+}
+
+// The canvas grows with the legend's rows, so that the plotting area is the same size however many
+// series a figure has: two entries a row where every title is short enough for half the width,
+// else one (the key's columns are fixed here, never left to gnuplot).
+std::string terminal(const std::vector<std::string>& legend_titles) {
+  std::size_t widest = 0;
+  for (const auto& t : legend_titles) widest = std::max(widest, t.size());
+  const std::size_t columns = widest <= 60 ? 2 : 1;
+  const std::size_t rows = (legend_titles.size() + columns - 1) / columns;
+  return "set terminal pngcairo size 1000," + std::to_string(600 + 18 * rows) +
+         " enhanced font 'sans,10'\nset output 'figure.png'\nset key outside below center horizontal maxcols " +
+         std::to_string(columns) + " noenhanced\n";
 }
 
 // One figure's gnuplot script as it is built: its settings, the series of its plot command, and the
@@ -155,9 +171,16 @@ struct Figure {
     return name;
   }
 
+  // " title 'TEXT'" for a series, TEXT kept for the legend's size.
+  std::string titled(const std::string& text) {
+    legend.push_back(text);
+    return " title " + gnuplot_string(text);
+  }
+
   std::string title;
   std::ostringstream gp;
   std::vector<std::string> series;
+  std::vector<std::string> legend;                         // the series' titles
   std::vector<std::pair<std::string, std::string>> files;  // name, content
 };
 
@@ -169,7 +192,65 @@ std::string figure_title(const json& t) {
     title += t.value("at_paper_budget", false) ? "\nrun at the paper's budget: " + phrase
                                                : "\nrun at " + phrase + " (reduced budget)";
   }
+  if (t.contains("adam_lr")) {  // the AdamW rate of the non-frame parameters
+    const auto& lr = t.at("adam_lr");
+    std::ostringstream rate;
+    if (lr.is_array())
+      for (std::size_t i = 0; i < lr.size(); ++i) rate << (i ? "/" : "") << lr.at(i).get<double>();
+    else
+      rate << lr.get<double>();
+    title += "; AdamW rate " + rate.str();
+  }
   return title + " [" + t.at("profile").get<std::string>() + "]";
+}
+
+// The arm of the registry that table entry A trains ("train_arm"; a table without it: the entry's id
+// where that names an arm), or null.
+const arms::Arm* registry_arm(const json& a) {
+  const std::string name =
+      a.contains("train_arm") ? a.at("train_arm").get<std::string>() : a.at("id").get<std::string>();
+  for (const auto& arm : arms::all())
+    if (arm.name == name) return &arm;
+  return nullptr;
+}
+
+// How an arm's series look in every figure: the registry's colour, and its label first. Where a
+// table holds the same registry arm more than once (ε values, λ values, groups), each further entry
+// gets its own dash pattern.
+struct SeriesStyle {
+  std::string colour;  // " lc rgb '#rrggbb'", or "" for an entry of no registry arm
+  std::string dash;    // " dt K"
+  std::string label;
+};
+
+SeriesStyle series_style(const json& t, const json& g, const json& a) {
+  SeriesStyle s;
+  const arms::Arm* arm = registry_arm(a);
+  const std::string own = a.value("label", a.at("id").get<std::string>());
+  const std::string group = t.at("groups").size() > 1 ? g.at("label").get<std::string>() + ": " : "";
+  if (!arm) {
+    s.label = group + own;
+    return s;
+  }
+  int before = 0, total = 0;  // entries of the same registry arm (before this one, in all)
+  bool seen = false;
+  for (const auto& gg : t.at("groups"))
+    for (const auto& aa : gg.at("arms")) {
+      if (&aa == &a) seen = true;
+      if (registry_arm(aa) != arm) continue;
+      ++total;
+      if (!seen) ++before;
+    }
+  s.colour = " lc rgb " + gnuplot_string(arm->colour);
+  s.dash = " dt " + std::to_string(1 + before % 5);
+  // The registry's label; where the arm appears more than once, the definition's label of the entry
+  // after it (without a closing " (LABEL)" that would repeat it).
+  std::string rest = own;
+  const std::string suffix = " (" + arm->label + ")";
+  if (rest.size() > suffix.size() && rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) == 0)
+    rest.erase(rest.size() - suffix.size());
+  s.label = group + (total == 1 || rest == arm->label ? arm->label : arm->label + " — " + rest);
+  return s;
 }
 
 // "GROUP: " before an arm's name when the table has more than one group.
@@ -197,13 +278,12 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
         out << " " << std::max(1e-300, c.at("isometry_error_max").at(i).get<double>()) << "\n";
       }
       const std::string dat = gnuplot_string(f.data_file(out.str()));
-      const std::string label = (t.at("groups").size() > 1 ? g.at("label").get<std::string>() + " " : "") +
-                                a.value("label", a.at("id").get<std::string>());
+      const auto style = series_style(t, g, a);
       if (kind == "isometry") {
-        f.series.push_back(dat + " using 1:4 with lines lw 2 title " + gnuplot_string(label));
-      } else {
-        f.series.push_back(dat + " using 1:3 with lines lw 2 title " + gnuplot_string(label + " held-out"));
-        f.series.push_back(dat + " using 1:2 with lines dt 2 title " + gnuplot_string(label + " train"));
+        f.series.push_back(dat + " using 1:4 with lines lw 2" + style.colour + style.dash + f.titled(style.label));
+      } else {  // held-out solid, train dashed, in the arm's colour
+        f.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour + f.titled(style.label + " held-out"));
+        f.series.push_back(dat + " using 1:2 with lines lw 1 dt 2" + style.colour + f.titled(style.label + " train"));
       }
     }
 }
@@ -250,13 +330,13 @@ void draw_sweep(Figure& f, const json& t, const std::string& kind) {
   const std::string dat = gnuplot_string(f.data_file(sweep_points(t, gap)));
   if (gap) {
     f.gp << "set xzeroaxis lt -1\n";
-    f.series.push_back(dat + " using 1:2:3:4 with yerrorlines lw 2 title 'ours'");
+    f.series.push_back(dat + " using 1:2:3:4 with yerrorlines lw 2" + f.titled("ours"));
   } else {
-    f.series.push_back(dat + " using 1:2:3 with yerrorlines lw 2 title 'ours'");
+    f.series.push_back(dat + " using 1:2:3 with yerrorlines lw 2" + f.titled("ours"));
   }
   const std::string paper = sweep_paper_points(t, gap);
   if (!paper.empty())
-    f.series.push_back(gnuplot_string(f.data_file(paper)) + " using 1:2 with linespoints dt 2 title 'paper'");
+    f.series.push_back(gnuplot_string(f.data_file(paper)) + " using 1:2 with linespoints dt 2" + f.titled("paper"));
 }
 
 // Rows "epoch test min max val" (accuracies in %) at the evaluated epochs of a mean curve; val is NaN
@@ -293,14 +373,15 @@ void draw_accuracy(Figure& f, const json& t) {
       const auto [rows, val_rows] = write_accuracy_rows(out, a.at("curve"));
       if (!rows) continue;
       const std::string dat = gnuplot_string(f.data_file(out.str()));
-      const std::string lc = " lc " + std::to_string(++colour);
-      const std::string label = group_prefix(t, g) + a.value("label", a.at("id").get<std::string>()) + ", " +
-                                std::to_string(a.value("n", 0)) + " seeds";
+      const auto style = series_style(t, g, a);
+      ++colour;
+      const std::string lc = style.colour.empty() ? " lc " + std::to_string(colour) : style.colour;
+      const std::string label = style.label + ", " + std::to_string(a.value("n", 0)) + " seeds";
       f.series.push_back(dat + " using 1:3:4 with filledcurves" + lc + " notitle");
-      f.series.push_back(dat + " using 1:2 with linespoints lw 2 pt 7 ps 0.6" + lc + " title " + gnuplot_string(label));
+      f.series.push_back(dat + " using 1:2 with linespoints lw 2 pt 7 ps 0.6" + lc + style.dash + f.titled(label));
       if (val_rows)
-        f.series.push_back(dat + " using 1:5 with linespoints dt 2 pt 6 ps 0.6" + lc + " title " +
-                           gnuplot_string(label + ", validation"));
+        f.series.push_back(dat + " using 1:5 with linespoints dt 2 pt 6 ps 0.6" + lc +
+                           f.titled(label + ", validation"));
     }
 }
 
@@ -352,14 +433,14 @@ void draw_paired(Figure& f, const json& t) {
   if (!cols.columns) return;
   f.gp << "set xrange [0.4:" << cols.columns + 0.6 << "]\nset xtics (";
   for (std::size_t i = 0; i < cols.tics.size(); ++i) f.gp << (i ? ", " : "") << cols.tics.at(i);
-  f.gp << ") rotate by 30 right noenhanced\nset xzeroaxis lt -1 lw 1.5\nset bmargin 8\n";
-  f.series.push_back(gnuplot_string(f.data_file(cols.seeds.str())) +
-                     " using 1:2 with points pt 7 ps 0.8 lc 1 title 'per seed'");
+  f.gp << ") rotate by 30 right noenhanced\nset xzeroaxis lt -1 lw 1.5\n";
+  f.series.push_back(gnuplot_string(f.data_file(cols.seeds.str())) + " using 1:2 with points pt 7 ps 0.8 lc 1" +
+                     f.titled("per seed"));
   f.series.push_back(gnuplot_string(f.data_file(cols.mean.str())) +
-                     " using 1:2:3:4 with yerrorbars lw 2 pt 5 ps 1.2 lc 2 title 'mean, 95% bootstrap CI'");
+                     " using 1:2:3:4 with yerrorbars lw 2 pt 5 ps 1.2 lc 2" + f.titled("mean, 95% bootstrap CI"));
   if (cols.paper_points)
     f.series.push_back(gnuplot_string(f.data_file(cols.paper_values.str())) +
-                       " using 1:2 with points pt 6 ps 1.6 lc 3 title 'paper'");
+                       " using 1:2 with points pt 6 ps 1.6 lc 3" + f.titled("paper"));
 }
 
 void draw(Figure& f, const json& t, const std::string& kind) {
@@ -400,7 +481,7 @@ FigureScript figure_script(const json& t, const std::string& kind) {
   draw(f, t, kind);
   FigureScript out;
   if (f.series.empty()) return out;
-  out.script = f.gp.str() + "plot ";
+  out.script = terminal(f.legend) + f.gp.str() + "plot ";
   for (std::size_t i = 0; i < f.series.size(); ++i) out.script += (i ? ", \\\n     " : "") + f.series.at(i);
   out.script += "\n";
   out.files = std::move(f.files);

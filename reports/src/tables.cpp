@@ -533,8 +533,15 @@ void add_arm_statistics(json& arm, const ArmRuns& a, int ddof, const std::string
 
 // An arm of a group as the table lists it: its label and x from the definition, its seeds, its
 // statistics and the paper's values.
-json arm_entry(const json& d, const std::string& gid, const std::string& aid, const ArmRuns& a) {
+json arm_entry(const ResolvedExperiment& ex, const std::string& gid, const std::string& aid, const ArmRuns& a) {
+  const auto& d = ex.definition;
   json arm = {{"id", aid}};
+  // The arm of the registry (stiefel::arms) the cell trains: its colour and label in every figure.
+  for (const auto& r : ex.runs)
+    if (r.group == gid && r.arm == aid) {
+      arm["train_arm"] = cell_setting(r, "arm");
+      break;
+    }
   for (const auto& def : d["arms"])
     if (def["id"] == aid) {
       arm["label"] = def.value("label", aid);
@@ -607,7 +614,7 @@ json analyse_group(const std::string& dir, const ResolvedExperiment& ex, const s
   std::map<std::string, std::map<std::uint64_t, double>> metric;
   for (const auto& aid : ex.arms) {
     auto runs = read_arm_runs(dir, ex, gid, aid, tally);
-    group["arms"].push_back(arm_entry(d, gid, aid, runs));
+    group["arms"].push_back(arm_entry(ex, gid, aid, runs));
     metric[aid] = std::move(runs.metric);
   }
   // Paired comparisons on the seeds both arms completed: every arm against the baseline, and the
@@ -644,6 +651,9 @@ void add_budget(json& table, const ResolvedExperiment& ex) {
   const auto paper = resolve(ex.definition, "paper", ex.source);
   table["budget"] = grid_budget(ex);
   table["paper_budget"] = grid_budget(paper);
+  std::set<json> adam_lr;  // the AdamW rate of the non-frame parameters, which every title states
+  for (const auto& r : ex.runs) adam_lr.insert(cell_setting(r, "adam_lr"));
+  if (!adam_lr.empty()) table["adam_lr"] = adam_lr.size() == 1 ? *adam_lr.begin() : json(adam_lr);
   table["differs_from_paper"] = differences_from_paper(ex, paper);
   table["at_paper_budget"] = table["differs_from_paper"].empty();
   double max_epochs = 0;

@@ -1,6 +1,7 @@
 // Experiment grids, grokking metrics, tables, budgets and ledger verdicts on hand-made records with known
 // answers.
 #include <gtest/gtest.h>
+#include <stiefel/arms.h>
 
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/ledger.h>
@@ -17,6 +18,8 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <regex>
+#include <set>
 
 namespace {
 
@@ -880,6 +883,60 @@ TEST(Plots, ATableWithAMissingFieldOrAShortColumnIsAnError) {
   EXPECT_FALSE(figure_script(t, "paired").script.empty());
   t["groups"][0]["arms"][0]["vs_baseline"].erase("diff_mean");
   EXPECT_THROW(figure_script(t, "paired"), json::out_of_range);
+}
+
+// Each arm has one colour and one label in every figure, from the arm registry; the legend sits
+// below the plot on a canvas that grows with it; every title states the AdamW rate.
+TEST(Plots, AnArmKeepsItsRegistryColourAndLabelAndTheLegendNeverSqueezesThePlot) {
+  std::set<std::string> colours;
+  for (const auto& arm : stiefel::arms::all()) {
+    EXPECT_TRUE(std::regex_match(arm.colour, std::regex("#[0-9a-f]{6}"))) << arm.name << " " << arm.colour;
+    EXPECT_TRUE(colours.insert(arm.colour).second) << arm.name << ": colour shared with another arm";
+  }
+  const json curve = {{"epoch", {1, 2}},
+                      {"train_acc", {0.1, 0.2}},
+                      {"test_acc", {0.1, 0.2}},
+                      {"test_acc_min", {0.1, 0.2}},
+                      {"test_acc_max", {0.1, 0.2}},
+                      {"isometry_error_max", {1e-3, 1e-3}}};
+  auto entry = [&](const std::string& id, const std::string& train_arm, const std::string& label) {
+    return json{{"id", id}, {"train_arm", train_arm}, {"label", label}, {"curve", curve}, {"n", 3}};
+  };
+  json table = {{"title", "t"},
+                {"profile", "p"},
+                {"adam_lr", 0.01},
+                {"groups",
+                 {{{"id", "g"},
+                   {"label", "g"},
+                   {"arms",
+                    {entry("base", "a2", "A2 (AdamW + Xavier)"), entry("eps-small", "b2", "B2 at eps = 1e-8"),
+                     entry("eps-large", "b2", "B2 at eps = 1e-1 (B2)")}},
+                   {"contrasts", json::array()}}}}};
+  const auto b2 = stiefel::arms::find("b2"), a2 = stiefel::arms::find("a2");
+  for (const std::string kind : {"isometry", "accuracy"}) {
+    const auto script = figure_script(table, kind).script;
+    SCOPED_TRACE(kind);
+    EXPECT_NE(script.find("AdamW rate 0.01"), std::string::npos);
+    EXPECT_NE(script.find("set key outside below"), std::string::npos);
+    // A2 appears once: its registry label alone, in its colour. B2 twice: the registry label with
+    // each entry's own (its closing "(B2)" dropped), one colour, two dash patterns.
+    EXPECT_NE(script.find("lc rgb '" + a2.colour + "' dt 1 title 'A2"), std::string::npos) << script;
+    EXPECT_EQ(script.find("A2 (AdamW"), std::string::npos);
+    EXPECT_NE(script.find("lc rgb '" + b2.colour + "' dt 1 title 'B2 — B2 at eps = 1e-8"), std::string::npos);
+    EXPECT_NE(script.find("lc rgb '" + b2.colour + "' dt 2 title 'B2 — B2 at eps = 1e-1"), std::string::npos);
+    EXPECT_EQ(script.find("1e-1 (B2)"), std::string::npos);
+  }
+  // The canvas grows by a row of the legend for every two more series.
+  auto height = [](const std::string& script) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(script, m, std::regex("size 1000,([0-9]+)")));
+    return std::stoi(m[1]);
+  };
+  const int three = height(figure_script(table, "isometry").script);
+  auto five = table;
+  five["groups"][0]["arms"].push_back(entry("pa16", "b2-sgd", "PA16"));
+  five["groups"][0]["arms"].push_back(entry("frozen", "frozen", "Frozen"));
+  EXPECT_EQ(height(figure_script(five, "isometry").script), three + 18);
 }
 
 // ---- Records are checked against their grid cell; counts and files are bounded ----

@@ -440,6 +440,13 @@ torch::Device select_device(const TrainConfig& c) {
   return torch::Device(torch::kCUDA);
 }
 
+// The attention route of a configuration: the grokking model's 3-token attention goes through the
+// packed route (models.h) under the pinned configuration; the reference configuration and the image
+// model keep the per-head route. Recorded in run.json and built by model_spec from this one rule.
+std::string attention_route(const TrainConfig& c) {
+  return c.task == "grok" && c.compute == "pinned" ? "packed" : "per-head";
+}
+
 // Threads, BLAS and malloc for this process, recorded in run.json ("compute").
 nlohmann::json select_compute(const TrainConfig& c) {
   if (c.compute != "pinned" && c.compute != "environment")
@@ -456,9 +463,9 @@ nlohmann::json select_compute(const TrainConfig& c) {
   }
   use_small_bmm_kernel(pinned);
   compute["mode"] = c.compute;
-  compute["attention_products"] = !pinned            ? "torch::matmul"
-                                  : c.task == "grok" ? "one [Q|K|V] GEMM, small-attention kernel"
-                                                     : "small-matrix kernel";
+  compute["attention_products"] = attention_route(c) == "packed" ? "one [Q|K|V] GEMM, small-attention kernel"
+                                  : pinned                       ? "small-matrix kernel"
+                                                                 : "torch::matmul";
   return compute;
 }
 
@@ -474,9 +481,7 @@ ModelSpec model_spec(const TrainConfig& c, const Data& data) {
   spec.r = grok ? 32 : 16;
   spec.pooling = c.pooling;
   spec.positional = grok ? "none" : c.positional;
-  // The grokking model's 3-token attention through the packed route (models.h) under the pinned
-  // configuration; the reference configuration keeps the per-head route it had before.
-  spec.attention = grok && c.compute == "pinned" ? "packed" : "per-head";
+  spec.attention = attention_route(c);
   return spec;
 }
 

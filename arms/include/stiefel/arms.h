@@ -33,6 +33,8 @@ struct Arm {
   std::string name;        // --arm
   std::string label = {};  // the paper's name for it, or the variant's
   std::string summary = {};
+  // Its colour (#rrggbb) in every figure of the reports, so that an arm looks the same in all.
+  std::string colour = {};
   // Euclidean arms (no rule) train W_Q, W_K with the AdamW of every other parameter.
   bool frame_decay = false;   // Euclidean: AdamW's weight decay also acts on W_Q, W_K
   bool soft_penalty = false;  // Euclidean: λ‖WᵀW − I‖_F² added to the loss

@@ -54,6 +54,11 @@ bool is_train_option(const std::string& key);
 // into another cell, or of another budget, is never counted as that cell's run.
 std::string cell_mismatch(const nlohmann::json& record, const RunSpec& cell);
 
+// The value setting KEY of grid cell CELL runs with: the cell's own, else the default
+// experiment.schema.json states, with a task default resolved to the cell's task ("adam_lr" of an
+// image cell that sets none: 0.001). Null for a key that is no `stiefel train` setting.
+nlohmann::json cell_setting(const RunSpec& cell, const std::string& key);
+
 // The command-line arguments of `stiefel train` for one run (without --out/--resume).
 std::vector<std::string> train_arguments(const RunSpec& run);
 
