@@ -86,13 +86,18 @@ Evidence judge_table(const json& claim, const json& table) {
   const std::string type = rule["type"];
   e.ours = num(v);
   double compare = v;
+  if (ref.contains("scale")) {  // a normalisation the claim states: the field times the factor is judged
+    const double k = ref["scale"].get<double>();
+    compare = k * v;
+    e.ours = num(compare) + " (" + num(k) + " × " + num(v) + ")";
+  }
   if (type == "ratio_above" || type == "ratio_below") {
     const json* other = find_arm(table, rule["denominator"]);
     if (!other) return e;
     const double w = field(*other, rule["denominator"]["field"]);
     if (!std::isfinite(w) || w == 0) return e;
-    compare = v / w;
-    e.ours = num(compare) + " (" + num(v) + " / " + num(w) + ")";
+    compare /= w;
+    e.ours = num(compare) + " (" + e.ours + " / " + num(w) + ")";
   }
   const json c = arm->value("vs_baseline", json::object());
   const bool has_ci = c.contains("ci_low") && c.contains("ci_high");

@@ -172,6 +172,20 @@ TEST(Ledger, VerdictRules) {
       {"type", "ratio_above"}, {"value", 3.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}};
   EXPECT_EQ(verdict(ratio, table_with(0, 0, 0.5, 1.5), "iso_final_mean"), "confirmed");
   EXPECT_EQ(verdict(ratio, table_with(0, 0, 1.0, 1.5), "iso_final_mean"), "refuted");
+  // A stated normalisation: the field times "scale" is judged, in the rule and in the ratio.
+  const json within = {{"type", "within"}, {"value", 3.0}, {"tolerance", 0.1}};
+  auto scaled = [&](const json& rule, double scale) {
+    return build_ledger(claims_with(rule, {{"arm", "b"}, {"field", "iso_final_mean"}, {"scale", scale}}),
+                        {table_with(0, 0, 0.5, 1.5)}, nullptr)["claims"][0];
+  };
+  EXPECT_EQ(scaled(within, 2.0)["verdict"], "confirmed");
+  EXPECT_EQ(scaled(within, 1.0)["verdict"], "refuted");
+  const auto ours = scaled(within, 2.0)["evidence"][0]["ours"].get<std::string>();
+  EXPECT_NE(ours.find("3 (2 × 1.5)"), std::string::npos) << ours;
+  EXPECT_EQ(
+      scaled({{"type", "ratio_above"}, {"value", 5.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}},
+             2.0)["verdict"],
+      "confirmed");  // (2 × 1.5) / 0.5 = 6; unscaled 3 would refute
   // No result: not run; a smoke table never decides.
   auto smoke = table_with(1, 3, 1, 1);
   smoke["profile"] = "smoke";
