@@ -198,17 +198,19 @@ Accuracy evaluate(Classifier& model, const torch::Tensor& x, const torch::Tensor
                   std::int64_t chunk) {
   torch::NoGradGuard guard;
   model->eval();
-  double loss = 0;
-  std::int64_t correct = 0;
+  // Summed on the device (float64 additions in chunk order, as a host sum would) and read once.
+  auto loss = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(dev));
+  auto correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev));
   for (std::int64_t i = 0; i < x.size(0); i += chunk) {
     const auto xb = x.slice(0, i, std::min(x.size(0), i + chunk)).to(dev);
     const auto yb = y.slice(0, i, std::min(y.size(0), i + chunk)).to(dev);
     const auto logits = model->forward(xb);
-    loss += torch::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).item<double>();
-    correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
+    loss += torch::cross_entropy_loss(logits, yb, {}, at::Reduction::Sum).to(torch::kFloat64);
+    correct += logits.argmax(1).eq(yb).sum();
   }
   model->train();
-  return {loss / double(x.size(0)), double(correct) / double(x.size(0))};
+  return {loss.to(torch::kCPU).item<double>() / double(x.size(0)),
+          double(correct.to(torch::kCPU).item<std::int64_t>()) / double(x.size(0))};
 }
 
 // A stored record is read only once it matches run.schema.json; a damaged one is refused naming the
@@ -862,63 +864,147 @@ void Run::print_progress(std::int64_t epoch) const {
             << c_.epochs << " ETA " << format_seconds(elapsed / done - elapsed) << "   " << std::flush;
 }
 
+// The per-step sums of an epoch and its first non-finite value, kept on the run's device and read
+// once at the end of the epoch, so that a step never waits on the host (a read is a device
+// synchronisation). Every sum is the same float64 additions in the same order as a host sum of
+// the per-step values, so the record is the same bits.
+struct DeviceEpoch {
+  DeviceEpoch(torch::Device dev, std::size_t tensors)
+      : sums(torch::zeros({kSums}, torch::TensorOptions().dtype(torch::kFloat64).device(dev))),
+        correct(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev))),
+        bad_step(torch::full({}, -1, torch::TensorOptions().dtype(torch::kLong).device(dev))),
+        bad_check(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev))),
+        bad_tensors(torch::zeros({std::int64_t(std::max<std::size_t>(1, tensors))},
+                                 torch::TensorOptions().dtype(torch::kBool).device(dev))) {}
+
+  enum Sum : std::int64_t { kLoss, kTangent, kGauge, kCapped, kPolar, kStep, kSums };
+  enum Check : std::int64_t { kFinite, kLossCheck, kGradients, kFrames };
+
+  void add(Sum k, const torch::Tensor& v) { sums[k] += v; }
+  // Records step STEP as the epoch's first non-finite one when BAD holds and no earlier step was;
+  // TENSORS: which gradients were non-finite (the gradient check).
+  void check(const torch::Tensor& bad, std::int64_t step, Check which, const torch::Tensor& tensors = {}) {
+    const auto first = bad.logical_and(bad_step.lt(0));
+    bad_step = torch::where(first, torch::full_like(bad_step, step), bad_step);
+    bad_check = torch::where(first, torch::full_like(bad_check, which), bad_check);
+    if (tensors.defined()) bad_tensors = torch::where(first, tensors, bad_tensors);
+  }
+
+  torch::Tensor sums, correct, bad_step, bad_check, bad_tensors;
+};
+
+// Whether the gradients of NAMED are finite, per tensor (a float64 sum of a tensor is finite exactly
+// when its entries are, but for a float64 tensor whose finite entries overflow the sum) and in all
+// (the sum of those sums, which may overflow where no tensor does).
+std::pair<torch::Tensor, torch::Tensor> gradient_finiteness(
+    const std::vector<std::pair<std::string, torch::Tensor>>& named, torch::Device dev) {
+  std::vector<torch::Tensor> sums;
+  for (const auto& [name, t] : named)
+    sums.push_back(t.grad().defined() ? t.grad().detach().sum(torch::kFloat64)
+                                      : torch::zeros({}, t.options().dtype(torch::kFloat64)));
+  if (sums.empty())
+    return {torch::zeros({1}, torch::TensorOptions().dtype(torch::kBool).device(dev)),
+            torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(dev))};
+  const auto stacked = torch::stack(sums);
+  return {stacked.isfinite().logical_not(), stacked.sum().isfinite().logical_not()};
+}
+
 std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& sums) {
   auto shuffle_gen = at::detail::createCPUGenerator(c_.seed * 1000003 + std::uint64_t(epoch));
   const auto order = torch::randperm(n_train_, shuffle_gen, torch::kLong);
   lap_start_ = std::chrono::steady_clock::now();
-  for (std::int64_t s = 0; s < steps_per_epoch_; ++s, ++global_step_) {
-    const double f = schedule_factor(global_step_, warmup_, total_steps_, !grok_);
-    for (auto& g : opt_.adamw->param_groups()) g.options().set_lr(c_.adam_lr * f);
-    if (opt_.frames) opt_.frames->param_groups().front().options().set_lr(opt_.frame_hyper.lr * f);
-    const auto idx = order.slice(0, s * batch_, std::min(n_train_, (s + 1) * batch_));
-    const auto xb = data_.train_x.index_select(0, idx).to(dev_);
-    const auto yb = data_.train_y.index_select(0, idx).to(dev_);
-    opt_.adamw->zero_grad();
-    if (opt_.frames) opt_.frames->zero_grad();
-    lap("data");
-    const auto logits = model_->forward(xb);
-    auto loss = torch::cross_entropy_loss(logits, yb);
-    if (arm_.soft_penalty)
-      for (auto& w : fparams_) loss = loss + soft_penalty(w, c_.soft_lambda);
-    if (arm_.codebook_beta && *arm_.codebook_beta > 0)  // C2-nb (β = 0) trains exactly as PA16
-      for (auto& w : fparams_) loss = loss + codebook_prior(w, codebook_.centroids, *arm_.codebook_beta);
-    const double loss_value = loss.item<double>();
-    if (!std::isfinite(loss_value)) return diverged("loss", epoch);
-    lap("forward");
-    loss.backward();
-    if (const auto bad = first_non_finite(named_, true); !bad.empty()) return diverged(bad, epoch);
-    lap("backward");
-    torch::Tensor before;
-    {
-      torch::NoGradGuard guard;
-      const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
-      const auto pg_norm = tangent_gradient_norm(w64, g64);
-      sums.tangent += pg_norm.sum().item<double>();
-      const auto gauge = batched_gauge_component(w64, g64).pow(2).sum({-2, -1}).sqrt();
-      sums.gauge += (gauge / pg_norm.clamp_min(1e-300)).sum().item<double>();
-      sums.frames_seen += double(w64.size(0));
-      before = w64;
+  DeviceEpoch acc(dev_, named_.size());
+  // The epoch's first non-finite value, read from the device: the run stops there as it always did
+  // (the record and the step are those of the first bad step; the steps after it ran on non-finite
+  // values and are discarded with the epoch).
+  const auto stop_if_diverged = [&]() -> std::optional<nlohmann::json> {
+    const auto at = acc.bad_step.to(torch::kCPU).item<std::int64_t>();
+    if (at < 0) return std::nullopt;
+    global_step_ = at;
+    const auto which = acc.bad_check.to(torch::kCPU).item<std::int64_t>();
+    if (which == DeviceEpoch::kLossCheck) return diverged("loss", epoch);
+    if (which == DeviceEpoch::kFrames) return diverged("W_Q/W_K frames after the step", epoch);
+    const auto tensors = acc.bad_tensors.to(torch::kCPU);
+    for (std::size_t i = 0; i < named_.size(); ++i)
+      if (tensors[std::int64_t(i)].item<bool>()) return diverged("gradient of " + named_[i].first, epoch);
+    return diverged("gradients (sum overflows float64)", epoch);
+  };
+  try {
+    for (std::int64_t s = 0; s < steps_per_epoch_; ++s, ++global_step_) {
+      const double f = schedule_factor(global_step_, warmup_, total_steps_, !grok_);
+      for (auto& g : opt_.adamw->param_groups()) g.options().set_lr(c_.adam_lr * f);
+      if (opt_.frames) opt_.frames->param_groups().front().options().set_lr(opt_.frame_hyper.lr * f);
+      const auto idx = order.slice(0, s * batch_, std::min(n_train_, (s + 1) * batch_));
+      const auto xb = data_.train_x.index_select(0, idx).to(dev_);
+      const auto yb = data_.train_y.index_select(0, idx).to(dev_);
+      opt_.adamw->zero_grad();
+      if (opt_.frames) opt_.frames->zero_grad();
+      lap("data");
+      const auto logits = model_->forward(xb);
+      auto loss = torch::cross_entropy_loss(logits, yb);
+      if (arm_.soft_penalty)
+        for (auto& w : fparams_) loss = loss + soft_penalty(w, c_.soft_lambda);
+      if (arm_.codebook_beta && *arm_.codebook_beta > 0)  // C2-nb (β = 0) trains exactly as PA16
+        for (auto& w : fparams_) loss = loss + codebook_prior(w, codebook_.centroids, *arm_.codebook_beta);
+      {
+        torch::NoGradGuard guard;
+        const auto loss64 = loss.detach().to(torch::kFloat64);
+        acc.check(loss64.isfinite().logical_not(), global_step_, DeviceEpoch::kLossCheck);
+        acc.add(DeviceEpoch::kLoss, loss64 * double(idx.size(0)));
+      }
+      lap("forward");
+      loss.backward();
+      {
+        const auto [per_tensor, overall] = gradient_finiteness(named_, dev_);
+        acc.check(overall, global_step_, DeviceEpoch::kGradients, per_tensor);
+      }
+      lap("backward");
+      torch::Tensor before;
+      {
+        torch::NoGradGuard guard;
+        const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
+        const auto pg_norm = tangent_gradient_norm(w64, g64);
+        acc.add(DeviceEpoch::kTangent, pg_norm.sum());
+        const auto gauge = batched_gauge_component(w64, g64).pow(2).sum({-2, -1}).sqrt();
+        acc.add(DeviceEpoch::kGauge, (gauge / pg_norm.clamp_min(1e-300)).sum());
+        sums.frames_seen += double(w64.size(0));
+        before = w64;
+      }
+      lap("diagnostics");
+      opt_.adamw->step();
+      lap("adamw");
+      if (opt_.frames) {
+        opt_.frames->step();
+        acc.add(DeviceEpoch::kCapped, opt_.frames->last_report().capped.to(torch::kFloat64).sum());
+        acc.add(DeviceEpoch::kPolar, opt_.frames->last_report().polar_fallback.to(torch::kFloat64).sum());
+      }
+      lap("frames");
+      {
+        torch::NoGradGuard guard;
+        const auto moved = (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum();
+        acc.check(moved.isfinite().logical_not(), global_step_, DeviceEpoch::kFrames);
+        acc.add(DeviceEpoch::kStep, moved);
+        acc.correct += logits.detach().argmax(1).eq(yb).sum();
+      }
+      lap("diagnostics");
+      if (tty_) print_progress(epoch);
     }
-    lap("diagnostics");
-    opt_.adamw->step();
-    lap("adamw");
-    if (opt_.frames) {
-      opt_.frames->step();
-      sums.capped += opt_.frames->last_report().capped.to(torch::kFloat64).sum().item<double>();
-      sums.polar_fallbacks += opt_.frames->last_report().polar_fallback.sum().item<double>();
-    }
-    lap("frames");
-    {
-      torch::NoGradGuard guard;
-      const double moved = (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum().item<double>();
-      if (!std::isfinite(moved)) return diverged("W_Q/W_K frames after the step", epoch);
-      sums.step += moved;
-    }
-    sums.loss += loss_value * double(idx.size(0));
-    sums.correct += logits.argmax(1).eq(yb).sum().item<std::int64_t>();
-    lap("diagnostics");
-    if (tty_) print_progress(epoch);
+  } catch (const std::exception&) {
+    // A step after a non-finite value may fail outright (an SVD of non-finite frames): that is the
+    // divergence already recorded; anything else is an error of its own.
+    if (auto stopped = stop_if_diverged()) return stopped;
+    throw;
   }
+  if (auto stopped = stop_if_diverged()) return stopped;
+  const auto host = acc.sums.to(torch::kCPU);
+  const auto h = host.accessor<double, 1>();
+  sums.loss = h[DeviceEpoch::kLoss];
+  sums.tangent = h[DeviceEpoch::kTangent];
+  sums.gauge = h[DeviceEpoch::kGauge];
+  sums.capped = h[DeviceEpoch::kCapped];
+  sums.polar_fallbacks = h[DeviceEpoch::kPolar];
+  sums.step = h[DeviceEpoch::kStep];
+  sums.correct = acc.correct.to(torch::kCPU).item<std::int64_t>();
   if (const auto bad = first_non_finite(named_, false); !bad.empty()) return diverged(bad + " after the epoch", epoch);
   return std::nullopt;
 }
