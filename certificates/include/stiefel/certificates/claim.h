@@ -64,7 +64,7 @@ struct Claim {
   std::string id;
   std::string source;          // where the paper states it
   std::string statement;       // what the paper asserts, in its terms
-  std::string kind;            // identity, inequality, equivariance, invariance, statistical, order
+  std::string kind;            // identity, inequality, equivariance, invariance, statistical, order, arithmetic
   std::string generator;       // what the cases range over
   std::string residual;        // how the residual and its normaliser are defined
   std::string factor;          // the stated dimension factor and the tolerance's meaning
