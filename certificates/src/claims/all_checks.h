@@ -14,13 +14,15 @@
 #include "s33_codebook.h"
 #include "s53_canonical_metric.h"
 #include "s53_displacement.h"
+#include "s6_normal_directions.h"
 
 // clang-format off
 #define STIEFEL_ALL_CHECKS(X)                                                                      \
   STIEFEL_PROP1_CHECKS(X) STIEFEL_PROP2_CHECKS(X) STIEFEL_PROP3_CHECKS(X)                          \
   STIEFEL_S53_DISPLACEMENT_CHECKS(X) STIEFEL_PROP6_CHECKS(X) STIEFEL_PROP7_CHECKS(X)               \
   STIEFEL_PROP8_CHECKS(X) STIEFEL_S2_POLAR_CHECKS(X) STIEFEL_ORDERS_CHECKS(X)                      \
-  STIEFEL_S53_CANONICAL_CHECKS(X) STIEFEL_IMPLEMENTED_UPDATE_CHECKS(X) STIEFEL_S33_CODEBOOK_CHECKS(X)
+  STIEFEL_S53_CANONICAL_CHECKS(X) STIEFEL_IMPLEMENTED_UPDATE_CHECKS(X) STIEFEL_S33_CODEBOOK_CHECKS(X)   \
+  STIEFEL_S6_NORMAL_CHECKS(X)
 // clang-format on
 // clang-format off
 #define STIEFEL_ALL_FIGURES(F)                                                                     \

@@ -18,6 +18,7 @@ std::vector<Claim> orders_claims();                  // §2, §3.2, §5.1: order
 std::vector<Claim> s53_canonical_metric_claims();    // eq. (4), §5.3
 std::vector<Claim> implemented_update_claims();      // Table 6, §3.2, §4.1
 std::vector<Claim> s33_codebook_claims();            // §3.3, Table 2: the C2 codebook
+std::vector<Claim> s6_normal_directions_claims();    // §6: the normal directions and the logits
 std::vector<Claim> paper_arithmetic_claims();        // the numbers the paper derives from its figures
 // The sequence claims of `built` again at d = 128, r = 16 and r = 32 (§4, Table 6).
 std::vector<Claim> paper_size_claims(const std::vector<Claim>& built);
