@@ -425,8 +425,21 @@ json table_header(const AnalysedExperiment& a, int resamples, std::uint64_t boot
 struct GridTally {
   std::set<std::string> datasets, devices;
   std::size_t completed = 0, diverged = 0;
+  double run_seconds = 0;           // the completed runs' recorded wall time, summed
   json mismatched = json::array();  // {"run", "why"}: records that are not their cell's run, never tabulated
 };
+
+// A run's wall time as its record states it: each epoch record's seconds per epoch times the epochs
+// since the record before it (one for the image task, eval_every for the grokking task).
+double recorded_seconds(const json& rec) {
+  double total = 0, last = 0;
+  for (const auto& e : rec.at("epochs")) {
+    const double epoch = e.at("epoch").get<double>();
+    if (e.contains("seconds") && e["seconds"].is_number()) total += e["seconds"].get<double>() * (epoch - last);
+    last = epoch;
+  }
+  return total;
+}
 
 // The runs of one arm in one group, read from RESULTS/runs/ID/run.json.
 struct ArmRuns {
@@ -464,6 +477,7 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
     const auto s = summarise(rec, analysis);
     if (!s.completed) continue;
     ++tally.completed;
+    tally.run_seconds += recorded_seconds(rec);
     tally.datasets.insert(dataset_name(rec));
     tally.devices.insert(rec["config"].value("device", "cpu"));
     a.metric[run.seed] = s.metric;
@@ -689,6 +703,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
   table["runs_planned"] = ex.runs.size();
   table["runs_completed"] = tally.completed;
   table["runs_diverged"] = tally.diverged;
+  table["run_hours"] = tally.run_seconds / 3600;
   table["runs_mismatched"] = tally.mismatched;
   table["datasets"] = tally.datasets;
   table["devices"] = tally.devices;
@@ -766,6 +781,10 @@ void write_runs_line(std::ostream& md, const json& t) {
              << dv["tensor"].get<std::string>() << ")";
   }
   md << "\n";
+  if (t.contains("run_hours") && t["runs_completed"].get<int>() > 0)
+    md << "- Machine time: " << std::fixed << std::setprecision(1) << t["run_hours"].get<double>() << std::defaultfloat
+       << " h, the completed runs' recorded wall time summed (runs that shared the machine "
+       << "each count their own; a run reused from another grid counts here too)\n";
   const json mismatched = t.value("runs_mismatched", json::array());
   if (!mismatched.empty()) {
     md << "- Not tabulated: " << mismatched.size()
