@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The committed reports are what `stiefel report` makes of the committed run records and
+# certificate, byte for byte: every table, figure and the ledger.
+set -euo pipefail
+stiefel=$1 root=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+cd "$root"
+"$stiefel" report results/*/ --out "$work" --certificate reports/certificate.json > "$work.log" 2>&1 ||
+  { cat "$work.log"; exit 1; }
+status=0
+for f in "$work"/*; do
+  name=$(basename "$f")
+  if ! cmp -s "$f" "reports/$name"; then
+    echo "FAIL: reports/$name differs from what the committed records make of it"
+    status=1
+  fi
+done
+for f in reports/*.md reports/*.json reports/*.png; do
+  name=$(basename "$f")
+  case "$name" in certificate.json | mutation.json | mutation.md) continue ;; esac
+  [ -e "$work/$name" ] || { echo "FAIL: reports/$name is made by no results folder"; status=1; }
+done
+[ "$status" -eq 0 ] && echo "reports regenerate byte for byte from results/ ($(ls "$work" | wc -l) files)"
+exit "$status"
