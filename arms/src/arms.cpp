@@ -42,13 +42,13 @@ std::vector<Arm> build() {
                .label = "B2-block",
                .summary = "B2 on the H heads of W_Q (and of W_K) as one frame in St(d, H·r): mutually orthogonal "
                           "heads (§3.2; variant)",
-               .colour = "#00441b",
+               .colour = "#01665e",
                .rule = [](const Rates& r) -> FrameRule { return capped(b2_hyper(r.riemann_lr, r.eps), r); },
                .block_heads = true});
   a.push_back({.name = "b2-column",
                .label = "B2-col",
                .summary = "B2 with one second moment per column (Prop. 7)",
-               .colour = "#80cdc1",
+               .colour = "#8073ac",
                .rule = [](const Rates& r) -> FrameRule { return capped(per_column_hyper(r.riemann_lr, r.eps), r); }});
   a.push_back({.name = "b2-grassmann",
                .label = "B2-Gr",

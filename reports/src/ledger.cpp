@@ -77,7 +77,8 @@ Evidence judge_table(const json& claim, const json& table) {
     e.verdict = "untestable";
     e.ours = "runs of " + table["epochs"].dump() + " epochs cannot test a claim about " + claim["min_epochs"].dump() +
              "-epoch runs";
-    if (std::isfinite(v)) e.ours += " (measured: " + num(v) + ")";
+    if (std::isfinite(v))
+      e.ours += " (measured: " + (ref.contains("scale") ? num(ref["scale"].get<double>() * v) : num(v)) + ")";
     e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds;
     return e;
   }
@@ -86,6 +87,14 @@ Evidence judge_table(const json& claim, const json& table) {
   const std::string type = rule["type"];
   e.ours = num(v);
   double compare = v;
+  if (ref.contains("scale") && (type == "positive" || type == "negative" || type == "null"))
+    throw ExperimentError("claims: " + claim["id"].get<std::string>() +
+                          ": a scale applies to a value rule (within, above, below, ratio), not to the sign of a "
+                          "paired difference's CI");
+  if (rule.contains("denominator") && rule["denominator"].contains("scale"))
+    throw ExperimentError("claims: " + claim["id"].get<std::string>() +
+                          ": scale the numerator of a ratio, not its "
+                          "denominator");
   if (ref.contains("scale")) {  // a normalisation the claim states: the field times the factor is judged
     const double k = ref["scale"].get<double>();
     compare = k * v;

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -216,12 +218,28 @@ const arms::Arm* registry_arm(const json& a) {
 
 // How an arm's series look in every figure: the registry's colour, and its label first. Where a
 // table holds the same registry arm more than once (ε values, λ values, groups), each further entry
-// gets its own dash pattern.
+// is a shade of that colour (darker, lighter, darker still, …), so that no two entries look alike
+// and dash patterns stay free for what they mean within an entry (train vs held-out, validation).
 struct SeriesStyle {
   std::string colour;  // " lc rgb '#rrggbb'", or "" for an entry of no registry arm
-  std::string dash;    // " dt K"
   std::string label;
 };
+
+// Shade K of colour #rrggbb: K = 0 the colour itself; odd K darker, even K lighter, by 25% steps.
+std::string shade(const std::string& hex, int k) {
+  if (k == 0) return hex;
+  const double step = 0.25 * double((k + 1) / 2);
+  const bool darker = k % 2 == 1;
+  char out[8];
+  int rgb[3];
+  for (int i = 0; i < 3; ++i) {
+    const int v = std::stoi(hex.substr(1 + 2 * i, 2), nullptr, 16);
+    const double w = darker ? double(v) * (1 - step) : double(v) + (255.0 - double(v)) * step;
+    rgb[i] = std::clamp(int(std::lround(w)), 0, 255);
+  }
+  std::snprintf(out, sizeof out, "#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+  return out;
+}
 
 SeriesStyle series_style(const json& t, const json& g, const json& a) {
   SeriesStyle s;
@@ -241,8 +259,7 @@ SeriesStyle series_style(const json& t, const json& g, const json& a) {
       ++total;
       if (!seen) ++before;
     }
-  s.colour = " lc rgb " + gnuplot_string(arm->colour);
-  s.dash = " dt " + std::to_string(1 + before % 5);
+  s.colour = " lc rgb " + gnuplot_string(shade(arm->colour, before % 7));
   // The registry's label; where the arm appears more than once, the definition's label of the entry
   // after it (without a closing " (LABEL)" that would repeat it).
   std::string rest = own;
@@ -280,7 +297,7 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
       const std::string dat = gnuplot_string(f.data_file(out.str()));
       const auto style = series_style(t, g, a);
       if (kind == "isometry") {
-        f.series.push_back(dat + " using 1:4 with lines lw 2" + style.colour + style.dash + f.titled(style.label));
+        f.series.push_back(dat + " using 1:4 with lines lw 2" + style.colour + f.titled(style.label));
       } else {  // held-out solid, train dashed, in the arm's colour
         f.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour + f.titled(style.label + " held-out"));
         f.series.push_back(dat + " using 1:2 with lines lw 1 dt 2" + style.colour + f.titled(style.label + " train"));
@@ -378,7 +395,7 @@ void draw_accuracy(Figure& f, const json& t) {
       const std::string lc = style.colour.empty() ? " lc " + std::to_string(colour) : style.colour;
       const std::string label = style.label + ", " + std::to_string(a.value("n", 0)) + " seeds";
       f.series.push_back(dat + " using 1:3:4 with filledcurves" + lc + " notitle");
-      f.series.push_back(dat + " using 1:2 with linespoints lw 2 pt 7 ps 0.6" + lc + style.dash + f.titled(label));
+      f.series.push_back(dat + " using 1:2 with linespoints lw 2 pt 7 ps 0.6" + lc + f.titled(label));
       if (val_rows)
         f.series.push_back(dat + " using 1:5 with linespoints dt 2 pt 6 ps 0.6" + lc +
                            f.titled(label + ", validation"));

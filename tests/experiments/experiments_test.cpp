@@ -929,17 +929,20 @@ TEST(Plots, AnArmKeepsItsRegistryColourAndLabelAndTheLegendNeverSqueezesThePlot)
                      entry("eps-large", "b2", "B2 at eps = 1e-1 (B2)")}},
                    {"contrasts", json::array()}}}}};
   const auto b2 = stiefel::arms::find("b2"), a2 = stiefel::arms::find("a2");
-  for (const std::string kind : {"isometry", "accuracy"}) {
+  for (const std::string kind : {"isometry", "accuracy", "grok"}) {
     const auto script = figure_script(table, kind).script;
     SCOPED_TRACE(kind);
     EXPECT_NE(script.find("AdamW rate 0.01"), std::string::npos);
     EXPECT_NE(script.find("set key outside below"), std::string::npos);
     // A2 appears once: its registry label alone, in its colour. B2 twice: the registry label with
-    // each entry's own (its closing "(B2)" dropped), one colour, two dash patterns.
-    EXPECT_NE(script.find("lc rgb '" + a2.colour + "' dt 1 title 'A2"), std::string::npos) << script;
+    // each entry's own (its closing "(B2)" dropped), the registry colour and then a shade of it.
+    EXPECT_NE(script.find("lc rgb '" + a2.colour + "' title 'A2"), std::string::npos) << script;
     EXPECT_EQ(script.find("A2 (AdamW"), std::string::npos);
-    EXPECT_NE(script.find("lc rgb '" + b2.colour + "' dt 1 title 'B2 — B2 at eps = 1e-8"), std::string::npos);
-    EXPECT_NE(script.find("lc rgb '" + b2.colour + "' dt 2 title 'B2 — B2 at eps = 1e-1"), std::string::npos);
+    EXPECT_NE(script.find("lc rgb '" + b2.colour + "' title 'B2 — B2 at eps = 1e-8"), std::string::npos);
+    std::smatch second;
+    ASSERT_TRUE(std::regex_search(script, second, std::regex("lc rgb '(#[0-9a-f]{6})' title 'B2 — B2 at eps = 1e-1")))
+        << script;
+    EXPECT_NE(second[1].str(), b2.colour);
     EXPECT_EQ(script.find("1e-1 (B2)"), std::string::npos);
   }
   // The canvas grows by a row of the legend for every two more series.

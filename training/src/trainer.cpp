@@ -864,10 +864,11 @@ void Run::print_progress(std::int64_t epoch) const {
             << c_.epochs << " ETA " << format_seconds(elapsed / done - elapsed) << "   " << std::flush;
 }
 
-// The per-step sums of an epoch and its first non-finite value, kept on the run's device and read
-// once at the end of the epoch, so that a step never waits on the host (a read is a device
-// synchronisation). Every sum is the same float64 additions in the same order as a host sum of
-// the per-step values, so the record is the same bits.
+// The per-step sums of an epoch and its first non-finite value, kept on the run's device. The sums
+// are read once at the end of the epoch, so that a step never waits for the host (on a GPU a read is
+// a synchronisation); the first non-finite step is read there too on a GPU, and after each check on
+// the CPU, where a read waits for nothing. Every sum is the same float64 additions in the same order
+// as a host sum of the per-step values, so the record is the same bits.
 struct DeviceEpoch {
   DeviceEpoch(torch::Device dev, std::size_t tensors)
       : sums(torch::zeros({kSums}, torch::TensorOptions().dtype(torch::kFloat64).device(dev))),
@@ -915,8 +916,8 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
   lap_start_ = std::chrono::steady_clock::now();
   DeviceEpoch acc(dev_, named_.size());
   // The epoch's first non-finite value, read from the device: the run stops there as it always did
-  // (the record and the step are those of the first bad step; the steps after it ran on non-finite
-  // values and are discarded with the epoch).
+  // (the record and the step are those of the first bad step; on a GPU the steps after it ran on
+  // non-finite values and are discarded with the epoch).
   const auto stop_if_diverged = [&]() -> std::optional<nlohmann::json> {
     const auto at = acc.bad_step.to(torch::kCPU).item<std::int64_t>();
     if (at < 0) return std::nullopt;
@@ -929,6 +930,10 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
       if (tensors[std::int64_t(i)].item<bool>()) return diverged("gradient of " + named_[i].first, epoch);
     return diverged("gradients (sum overflows float64)", epoch);
   };
+  // On the CPU a read costs no waiting, so the run stops at the bad step itself and never hands
+  // non-finite frames to LAPACK; on a GPU the epoch runs on and the read waits for its end.
+  const bool read_every_step = dev_.is_cpu();
+  const auto stop_now = [&] { return read_every_step && acc.bad_step.item<std::int64_t>() >= 0; };
   try {
     for (std::int64_t s = 0; s < steps_per_epoch_; ++s, ++global_step_) {
       const double f = schedule_factor(global_step_, warmup_, total_steps_, !grok_);
@@ -952,12 +957,14 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
         acc.check(loss64.isfinite().logical_not(), global_step_, DeviceEpoch::kLossCheck);
         acc.add(DeviceEpoch::kLoss, loss64 * double(idx.size(0)));
       }
+      if (stop_now()) return stop_if_diverged();
       lap("forward");
       loss.backward();
       {
         const auto [per_tensor, overall] = gradient_finiteness(named_, dev_);
         acc.check(overall, global_step_, DeviceEpoch::kGradients, per_tensor);
       }
+      if (stop_now()) return stop_if_diverged();
       lap("backward");
       torch::Tensor before;
       {
@@ -986,12 +993,13 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
         acc.add(DeviceEpoch::kStep, moved);
         acc.correct += logits.detach().argmax(1).eq(yb).sum();
       }
+      if (stop_now()) return stop_if_diverged();
       lap("diagnostics");
       if (tty_) print_progress(epoch);
     }
   } catch (const std::exception&) {
-    // A step after a non-finite value may fail outright (an SVD of non-finite frames): that is the
-    // divergence already recorded; anything else is an error of its own.
+    // On a GPU a step after a non-finite value may fail outright (an SVD of non-finite frames): that
+    // is the divergence already recorded; anything else is an error of its own.
     if (auto stopped = stop_if_diverged()) return stopped;
     throw;
   }
