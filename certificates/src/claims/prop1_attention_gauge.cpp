@@ -9,9 +9,10 @@ namespace {
 
 Claim prop1_joint_gauge() {
   Claim c = make_claim("prop1-joint-gauge", "Prop. 1, §5.1", "identity",
-                       "For a multi-head attention loss that depends on (W_Q,h, W_K,h) only through "
-                       "W_Q,h W_K,h^T, the joint O(r) gauge component skew(W_Q^T G_Q + W_K^T G_K) of "
-                       "the gradient is zero.");
+                       "A symmetry of the gradient code, not an independent test of Prop. 1: for a "
+                       "multi-head attention loss that depends on (W_Q,h, W_K,h) only through W_Q,h W_K,h^T, "
+                       "the joint O(r) gauge component skew(W_Q^T G_Q + W_K^T G_K) of the code's gradient "
+                       "is zero (its backward formula builds G_K as G_Q's transpose partner).");
   c.generator =
       "attention problems: n in [2,7] tokens, d in [3,12] (at d = 2, X^T (dS - dS^T) X is a multiple "
       "of the rotation generator J, and W_Q^T J W_K is symmetric when one frame is a reflection: the "
@@ -44,8 +45,9 @@ Claim prop1_joint_gauge() {
 
 Claim prop1_gl_gauge() {
   Claim c = make_claim("prop1-gl-gauge", "Prop. 1, §5.1 (extension)", "identity",
-                       "The loss is invariant under the larger group (W_Q A, W_K A^-T), A in GL(r), "
-                       "so W_Q^T G_Q = G_K^T W_K for every head; Prop. 1 is its skew part.");
+                       "A symmetry of the gradient code, as prop1-joint-gauge: the loss is invariant under "
+                       "the larger group (W_Q A, W_K A^-T), A in GL(r), so W_Q^T G_Q = G_K^T W_K for every "
+                       "head; Prop. 1 is its skew part.");
   c.generator =
       "attention problems as for prop1-joint-gauge, n in [2,7], d in [2,12] (at d = 1 the control's "
       "x^T (dS - dS^T) x vanishes), r in [1,d], token scale up to 10^1 (a saturated softmax), each "
