@@ -26,7 +26,7 @@ struct Options {
   runner::SlurmOptions slurm;
   std::string shard;
   std::vector<std::string> reuse_from;
-  int jobs = 1;
+  int jobs = 1, batch_seeds = 1;
   bool list = false, status = false, use_slurm = false, dry_run = false;
 };
 
@@ -48,6 +48,7 @@ int list_experiments(const std::string& definitions) {
 int submit(const runner::Grid& g, Options o) {
   if (!o.shard.empty()) throw std::invalid_argument("--shard: not with --slurm (use --array-tasks N)");
   o.slurm.jobs = o.jobs;
+  o.slurm.batch_seeds = o.batch_seeds;
   o.slurm.executable = fs::read_symlink("/proc/self/exe").string();
   o.slurm.workdir = fs::current_path().string();
   const auto queued = runner::queued_runs(g, o.slurm);  // runs an earlier submission still has queued
@@ -96,6 +97,12 @@ int run_experiment(const Options& o) {
     runner::print_status(g, runner::grid_status(g, queued), std::cout);
     return 0;
   }
+  if (o.batch_seeds > 1 && g.experiment.definition["task"] != "grok")
+    throw std::invalid_argument("--batch-seeds " + std::to_string(o.batch_seeds) +
+                                ": seed batching trains the grokking "
+                                "model; " +
+                                g.experiment.name + " is a " + g.experiment.definition["task"].get<std::string>() +
+                                " experiment");
   if (g.experiment.definition["task"] == "image" && o.grid.data.empty())
     std::cerr << "stiefel experiment: no --data; image runs use Fashion-MNIST (the paper uses CIFAR-10)\n";
   if (o.use_slurm) return submit(g, o);
@@ -107,7 +114,8 @@ int run_experiment(const Options& o) {
     const auto n = runner::reuse_records(g, from, std::cerr);
     std::cerr << g.experiment.name << ": " << n << " runs reused from " << from << "\n";
   }
-  return runner::run_local(g, indices, runner::LocalOptions{o.jobs, "/proc/self/exe", o.shard}, std::cerr);
+  return runner::run_local(g, indices, runner::LocalOptions{o.jobs, "/proc/self/exe", o.shard, o.batch_seeds},
+                           std::cerr);
 }
 
 }  // namespace
@@ -123,6 +131,11 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--profile", o->grid.profile, "paper | cpu | smoke")->capture_default_str();
   cmd->add_option("--data", o->grid.data, "image data: cifar10:DIR | fashion-mnist[:DIR]");
   cmd->add_option("--jobs", o->jobs, "runs at a time (each one LibTorch thread); with --slurm, per array task")
+      ->check(kPositive)
+      ->capture_default_str();
+  cmd->add_option("--batch-seeds", o->batch_seeds,
+                  "B: train up to B runs that differ only in their seed in one process, every step through one "
+                  "batched forward (grokking grids; each a --jobs slot; records as run alone)")
       ->check(kPositive)
       ->capture_default_str();
   cmd->add_option("--shard", o->shard, "i/N: run every N-th run of the grid, starting at the i-th");

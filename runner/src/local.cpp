@@ -12,6 +12,8 @@
 #include <ostream>
 #include <sstream>
 
+#include <stiefel/io/atomic_file.h>
+
 #include "process.h"
 
 namespace stiefel::runner {
@@ -125,6 +127,44 @@ std::vector<std::string> run_arguments(const Grid& g, std::size_t k) {
   return args;
 }
 
+std::vector<std::string> group_arguments(const Grid& g, const std::vector<std::size_t>& group) {
+  auto args = run_arguments(g, group.front());
+  for (std::size_t i = 1; i < group.size(); ++i)
+    args.insert(args.end(),
+                {"--batch-seed", std::to_string(g.runs[group[i]].seed) + "=" + g.run_dir(group[i]).string()});
+  return args;
+}
+
+namespace {
+// The `stiefel train` arguments of run K but its seed: runs with the same key batch together.
+std::vector<std::string> batch_key(const Grid& g, std::size_t k) {
+  auto args = reports::train_arguments(g.runs[k]);
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--seed") {
+      args.erase(args.begin() + std::ptrdiff_t(i), args.begin() + std::ptrdiff_t(i) + 2);
+      break;
+    }
+  return args;
+}
+}  // namespace
+
+std::vector<std::vector<std::size_t>> seed_batches(const Grid& g, const std::vector<std::size_t>& pending, int b) {
+  // Runs of one key in the order they come, the keys in the order of their first run.
+  std::vector<std::pair<std::vector<std::string>, std::vector<std::size_t>>> by_key;
+  for (const auto k : pending) {
+    auto key = batch_key(g, k);
+    auto it = std::find_if(by_key.begin(), by_key.end(), [&](const auto& e) { return e.first == key; });
+    if (it == by_key.end()) it = by_key.insert(by_key.end(), {std::move(key), {}});
+    it->second.push_back(k);
+  }
+  std::vector<std::vector<std::size_t>> groups;
+  for (const auto& [key, runs] : by_key)
+    for (std::size_t i = 0; i < runs.size(); i += std::size_t(b))
+      groups.emplace_back(runs.begin() + std::ptrdiff_t(i),
+                          runs.begin() + std::ptrdiff_t(std::min(runs.size(), i + std::size_t(b))));
+  return groups;
+}
+
 int run_local(const Grid& g, const std::vector<std::size_t>& indices, const LocalOptions& o, std::ostream& progress) {
   Tally t;
   t.grid = g.runs.size();
@@ -158,7 +198,8 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  std::map<pid_t, std::pair<std::size_t, Clock::time_point>> running;
+  const auto groups = seed_batches(g, pending, std::max(1, o.batch_seeds));
+  std::map<pid_t, std::pair<std::vector<std::size_t>, Clock::time_point>> running;
   std::size_t next = 0;
   bool forwarded = false;
   // The children are polled (5 times a second) rather than waited for, so that a signal is
@@ -168,20 +209,32 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
     for (const auto& [p, _] : running) kill(p, SIGTERM);
     forwarded = true;
   };
-  while (next < pending.size() || !running.empty()) {
+  while (next < groups.size() || !running.empty()) {
     forward_stop();
-    while (!g_stop && next < pending.size() && int(running.size()) < o.jobs) {
-      const auto k = pending[next++];
-      if (run_status(g, k).state == RunState::running) {  // taken by another process since the plan
-        t.elsewhere.push_back(g.runs[k].id);
-        continue;
-      }
+    while (!g_stop && next < groups.size() && int(running.size()) < o.jobs) {
+      std::vector<std::size_t> group;
+      for (const auto k : groups[next])
+        if (run_status(g, k).state == RunState::running)  // taken by another process since the plan
+          t.elsewhere.push_back(g.runs[k].id);
+        else
+          group.push_back(k);
+      ++next;
+      if (group.empty()) continue;
       try {
-        check_inside_results(g, k);
-        fs::create_directories(g.run_dir(k));
-        running[detail::spawn_logged(o.executable, run_arguments(g, k), g.run_dir(k) / "log.txt")] = {k, Clock::now()};
-      } catch (const std::exception& e) {  // this run cannot start; the others go on
-        t.failed.push_back(g.runs[k].id + ": " + e.what());
+        for (const auto k : group) {
+          check_inside_results(g, k);
+          fs::create_directories(g.run_dir(k));
+        }
+        // A group's child writes its output to its first run's log; the others' logs say where.
+        for (std::size_t i = 1; i < group.size(); ++i)
+          io::write_file_atomically(g.run_dir(group[i]) / "log.txt",
+                                    "trained in one process with " + g.runs[group.front()].id +
+                                        " (--batch-seed): see " + (g.run_dir(group.front()) / "log.txt").string() +
+                                        "\n");
+        running[detail::spawn_logged(o.executable, group_arguments(g, group), g.run_dir(group.front()) / "log.txt")] = {
+            group, Clock::now()};
+      } catch (const std::exception& e) {  // this group cannot start; the others go on
+        for (const auto k : group) t.failed.push_back(g.runs[k].id + ": " + e.what());
       }
     }
     if (running.empty()) break;
@@ -194,9 +247,10 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
     if (pid < 0) break;
     const auto it = running.find(pid);
     if (it == running.end()) continue;
-    const auto [k, started] = it->second;
+    const auto [group, started] = it->second;
     running.erase(it);
-    account(t, g, k, status, std::chrono::duration<double>(Clock::now() - started).count(), progress);
+    const double secs = std::chrono::duration<double>(Clock::now() - started).count();
+    for (const auto k : group) account(t, g, k, status, secs / double(group.size()), progress);
   }
   return summarise(t, g, progress);
 }

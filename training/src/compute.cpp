@@ -71,4 +71,10 @@ nlohmann::json configure_cpu_compute(int intra_op_threads) {
           {"malloc", "glibc keeps freed memory (mmap threshold 32 MiB, trim threshold 1 GiB)"}};
 }
 
+std::string keep_every_freed_block() {
+  keep_freed_memory();
+  mallopt(M_MMAP_MAX, 0);
+  return "glibc keeps freed memory (no mmap: every block from the heap, trim threshold 1 GiB)";
+}
+
 }  // namespace stiefel::training

@@ -15,15 +15,19 @@ FrameAttentionImpl::FrameAttentionImpl(std::int64_t d, std::int64_t heads_, std:
   wo = register_module("wo", torch::nn::Linear(heads * r, d));
 }
 
+torch::Tensor FrameAttentionImpl::packed_weight() const {
+  const auto d = wq.size(1);
+  return torch::cat(
+      {wq.permute({1, 0, 2}).reshape({d, heads * r}), wk.permute({1, 0, 2}).reshape({d, heads * r}), wv->weight.t()},
+      1);
+}
+
 torch::Tensor FrameAttentionImpl::forward(const torch::Tensor& x) {
   const auto b = x.size(0), t = x.size(1);
   if (packed) {
-    // [Q | K | V] = x · [W_Q | W_K | W_Vᵀ], the frames' heads side by side ([H, d, r] → [d, H·r]).
+    // [Q | K | V] = x · [W_Q | W_K | W_Vᵀ] ([H, d, r] frames → [d, H·r] blocks).
     const auto d = x.size(2);
-    const auto w = torch::cat(
-        {wq.permute({1, 0, 2}).reshape({d, heads * r}), wk.permute({1, 0, 2}).reshape({d, heads * r}), wv->weight.t()},
-        1);
-    const auto qkv = x.reshape({b * t, d}).mm(w).view({b, t, 3 * heads * r});
+    const auto qkv = x.reshape({b * t, d}).mm(packed_weight()).view({b, t, 3 * heads * r});
     return wo->forward(small_attention(qkv, wv->bias, heads, 1.0 / std::sqrt(double(r))));
   }
   const auto q = torch::einsum("btd,hdr->bhtr", {x, wq});

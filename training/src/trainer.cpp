@@ -1,3 +1,4 @@
+#include <stiefel/training/seed_batch.h>
 #include <stiefel/training/trainer.h>
 
 #include <unistd.h>
@@ -545,6 +546,52 @@ Optimisers build_optimisers(const TrainConfig& c, const Arm& arm, Classifier& mo
   return o;
 }
 
+// The per-step sums of an epoch and its first non-finite value, kept on the run's device. The sums
+// are read once at the end of the epoch, so that a step never waits for the host (on a GPU a read is
+// a synchronisation); the first non-finite step is read there too on a GPU, and after each check on
+// the CPU, where a read waits for nothing. Every sum is the same float64 additions in the same order
+// as a host sum of the per-step values, so the record is the same bits.
+struct DeviceEpoch {
+  DeviceEpoch(torch::Device dev, std::size_t tensors)
+      : sums(torch::zeros({kSums}, torch::TensorOptions().dtype(torch::kFloat64).device(dev))),
+        correct(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev))),
+        bad_step(torch::full({}, -1, torch::TensorOptions().dtype(torch::kLong).device(dev))),
+        bad_check(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev))),
+        bad_tensors(torch::zeros({std::int64_t(std::max<std::size_t>(1, tensors))},
+                                 torch::TensorOptions().dtype(torch::kBool).device(dev))) {}
+
+  enum Sum : std::int64_t { kLoss, kTangent, kGauge, kCapped, kPolar, kStep, kSums };
+  enum Check : std::int64_t { kFinite, kLossCheck, kGradients, kFrames };
+
+  void add(Sum k, const torch::Tensor& v) { sums[k] += v; }
+  // Records step STEP as the epoch's first non-finite one when BAD holds and no earlier step was;
+  // TENSORS: which gradients were non-finite (the gradient check).
+  void check(const torch::Tensor& bad, std::int64_t step, Check which, const torch::Tensor& tensors = {}) {
+    const auto first = bad.logical_and(bad_step.lt(0));
+    bad_step = torch::where(first, torch::full_like(bad_step, step), bad_step);
+    bad_check = torch::where(first, torch::full_like(bad_check, which), bad_check);
+    if (tensors.defined()) bad_tensors = torch::where(first, tensors, bad_tensors);
+  }
+
+  torch::Tensor sums, correct, bad_step, bad_check, bad_tensors;
+};
+
+// Whether the gradients of NAMED are finite, per tensor (a float64 sum of a tensor is finite exactly
+// when its entries are, but for a float64 tensor whose finite entries overflow the sum) and in all
+// (the sum of those sums, which may overflow where no tensor does).
+std::pair<torch::Tensor, torch::Tensor> gradient_finiteness(
+    const std::vector<std::pair<std::string, torch::Tensor>>& named, torch::Device dev) {
+  std::vector<torch::Tensor> sums;
+  for (const auto& [name, t] : named)
+    sums.push_back(t.grad().defined() ? t.grad().detach().sum(torch::kFloat64)
+                                      : torch::zeros({}, t.options().dtype(torch::kFloat64)));
+  if (sums.empty())
+    return {torch::zeros({1}, torch::TensorOptions().dtype(torch::kBool).device(dev)),
+            torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(dev))};
+  const auto stacked = torch::stack(sums);
+  return {stacked.isfinite().logical_not(), stacked.sum().isfinite().logical_not()};
+}
+
 // What one epoch's steps accumulate for the record.
 struct EpochSums {
   double loss = 0, tangent = 0, step = 0, gauge = 0, capped = 0, frames_seen = 0, polar_fallbacks = 0;
@@ -573,14 +620,41 @@ class Run {
   std::optional<nlohmann::json> train_epoch(std::int64_t epoch, EpochSums& sums);
   nlohmann::json evaluate_epoch(std::int64_t epoch, const EpochSums& sums);
   void commit_epoch(std::int64_t epoch, const nlohmann::json& metrics);
+  // After a trained epoch: its evaluation (where due) and its record and checkpoint.
+  void close_epoch(std::int64_t epoch, const EpochSums& sums);
   nlohmann::json run_epochs();
+
+  // An epoch in the phases of its steps, as train_epoch runs them for this run alone and
+  // train_seed_batch for many runs through one batched forward: begin_epoch; per step step_input
+  // (the rates, zeroed gradients, the batch), the model's forward, step_loss, the backward of
+  // step_loss's loss, step_update; end_epoch. A phase that returns a record ended the run there
+  // (diverged); guarded runs a phase as train_epoch does (an error after a divergence is that
+  // divergence).
+  void begin_epoch(std::int64_t epoch);
+  torch::Tensor step_input(std::int64_t step);
+  std::optional<nlohmann::json> step_loss(const torch::Tensor& logits);
+  const torch::Tensor& loss() const { return ep_->loss; }
+  std::optional<nlohmann::json> step_update();
+  std::optional<nlohmann::json> end_epoch(EpochSums& sums);
+  template <class F>
+  std::optional<nlohmann::json> guarded(F phase);
+  void start_clock() { run_start_ = window_start_ = std::chrono::steady_clock::now(); }
+  void record_failure(std::int64_t epoch, const std::string& error) noexcept;
+  void note_seed_batch(const nlohmann::json& batch, const std::string& malloc) {
+    compute_["seed_batch"] = batch;
+    if (c_.compute == "pinned") compute_["malloc"] = malloc;
+  }
+  Classifier model() const { return model_; }
+  std::int64_t start_epoch() const { return start_epoch_; }
+  std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  const nlohmann::json& record() const { return run_; }
 
  private:
   // The frame diagnostics of all W_Q, W_K at once, cut as the arm's optimiser cuts them (to_frames):
   // [frames, d, r] in float64.
   torch::Tensor stacked_frames(bool grad) const;
   nlohmann::json diverged(const std::string& what, std::int64_t epoch);
-  void record_failure(std::int64_t epoch, const std::string& error) noexcept;
+  std::optional<nlohmann::json> stop_if_diverged();
   void lap(const char* stage);
   void write_record();
   void print_progress(std::int64_t epoch) const;
@@ -611,6 +685,15 @@ class Run {
   std::map<std::string, double> stage_seconds_;
   std::chrono::steady_clock::time_point lap_start_, run_start_, window_start_;
   std::int64_t window_epochs_ = 0;
+  double frames_seen_ = 0;  // frame steps of the epoch in progress
+  // The epoch in progress: its data order, device sums and the step's batch, logits and loss.
+  struct EpochState {
+    std::int64_t epoch;
+    torch::Tensor order;
+    DeviceEpoch acc;
+    torch::Tensor idx, yb, logits, loss;
+  };
+  std::optional<EpochState> ep_;
 };
 
 // A record in --out that is already the run's result: diverged, or completed with its final
@@ -864,147 +947,117 @@ void Run::print_progress(std::int64_t epoch) const {
             << c_.epochs << " ETA " << format_seconds(elapsed / done - elapsed) << "   " << std::flush;
 }
 
-// The per-step sums of an epoch and its first non-finite value, kept on the run's device. The sums
-// are read once at the end of the epoch, so that a step never waits for the host (on a GPU a read is
-// a synchronisation); the first non-finite step is read there too on a GPU, and after each check on
-// the CPU, where a read waits for nothing. Every sum is the same float64 additions in the same order
-// as a host sum of the per-step values, so the record is the same bits.
-struct DeviceEpoch {
-  DeviceEpoch(torch::Device dev, std::size_t tensors)
-      : sums(torch::zeros({kSums}, torch::TensorOptions().dtype(torch::kFloat64).device(dev))),
-        correct(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev))),
-        bad_step(torch::full({}, -1, torch::TensorOptions().dtype(torch::kLong).device(dev))),
-        bad_check(torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(dev))),
-        bad_tensors(torch::zeros({std::int64_t(std::max<std::size_t>(1, tensors))},
-                                 torch::TensorOptions().dtype(torch::kBool).device(dev))) {}
-
-  enum Sum : std::int64_t { kLoss, kTangent, kGauge, kCapped, kPolar, kStep, kSums };
-  enum Check : std::int64_t { kFinite, kLossCheck, kGradients, kFrames };
-
-  void add(Sum k, const torch::Tensor& v) { sums[k] += v; }
-  // Records step STEP as the epoch's first non-finite one when BAD holds and no earlier step was;
-  // TENSORS: which gradients were non-finite (the gradient check).
-  void check(const torch::Tensor& bad, std::int64_t step, Check which, const torch::Tensor& tensors = {}) {
-    const auto first = bad.logical_and(bad_step.lt(0));
-    bad_step = torch::where(first, torch::full_like(bad_step, step), bad_step);
-    bad_check = torch::where(first, torch::full_like(bad_check, which), bad_check);
-    if (tensors.defined()) bad_tensors = torch::where(first, tensors, bad_tensors);
-  }
-
-  torch::Tensor sums, correct, bad_step, bad_check, bad_tensors;
-};
-
-// Whether the gradients of NAMED are finite, per tensor (a float64 sum of a tensor is finite exactly
-// when its entries are, but for a float64 tensor whose finite entries overflow the sum) and in all
-// (the sum of those sums, which may overflow where no tensor does).
-std::pair<torch::Tensor, torch::Tensor> gradient_finiteness(
-    const std::vector<std::pair<std::string, torch::Tensor>>& named, torch::Device dev) {
-  std::vector<torch::Tensor> sums;
-  for (const auto& [name, t] : named)
-    sums.push_back(t.grad().defined() ? t.grad().detach().sum(torch::kFloat64)
-                                      : torch::zeros({}, t.options().dtype(torch::kFloat64)));
-  if (sums.empty())
-    return {torch::zeros({1}, torch::TensorOptions().dtype(torch::kBool).device(dev)),
-            torch::zeros({}, torch::TensorOptions().dtype(torch::kBool).device(dev))};
-  const auto stacked = torch::stack(sums);
-  return {stacked.isfinite().logical_not(), stacked.sum().isfinite().logical_not()};
+void Run::begin_epoch(std::int64_t epoch) {
+  auto shuffle_gen = at::detail::createCPUGenerator(c_.seed * 1000003 + std::uint64_t(epoch));
+  auto order = torch::randperm(n_train_, shuffle_gen, torch::kLong);
+  ep_.emplace(EpochState{epoch, std::move(order), DeviceEpoch(dev_, named_.size()), {}, {}, {}, {}});
+  ++window_epochs_;
+  lap_start_ = std::chrono::steady_clock::now();
 }
 
-std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& sums) {
-  auto shuffle_gen = at::detail::createCPUGenerator(c_.seed * 1000003 + std::uint64_t(epoch));
-  const auto order = torch::randperm(n_train_, shuffle_gen, torch::kLong);
-  lap_start_ = std::chrono::steady_clock::now();
-  DeviceEpoch acc(dev_, named_.size());
-  // The epoch's first non-finite value, read from the device: the run stops there as it always did
-  // (the record and the step are those of the first bad step; on a GPU the steps after it ran on
-  // non-finite values and are discarded with the epoch).
-  const auto stop_if_diverged = [&]() -> std::optional<nlohmann::json> {
-    const auto at = acc.bad_step.to(torch::kCPU).item<std::int64_t>();
-    if (at < 0) return std::nullopt;
-    global_step_ = at;
-    const auto which = acc.bad_check.to(torch::kCPU).item<std::int64_t>();
-    if (which == DeviceEpoch::kLossCheck) return diverged("loss", epoch);
-    if (which == DeviceEpoch::kFrames) return diverged("W_Q/W_K frames after the step", epoch);
-    const auto tensors = acc.bad_tensors.to(torch::kCPU);
-    for (std::size_t i = 0; i < named_.size(); ++i)
-      if (tensors[std::int64_t(i)].item<bool>()) return diverged("gradient of " + named_[i].first, epoch);
-    return diverged("gradients (sum overflows float64)", epoch);
-  };
-  // On the CPU a read costs no waiting, so the run stops at the bad step itself and never hands
-  // non-finite frames to LAPACK; on a GPU the epoch runs on and the read waits for its end.
-  const bool read_every_step = dev_.is_cpu();
-  const auto stop_now = [&] { return read_every_step && acc.bad_step.item<std::int64_t>() >= 0; };
-  try {
-    for (std::int64_t s = 0; s < steps_per_epoch_; ++s, ++global_step_) {
-      const double f = schedule_factor(global_step_, warmup_, total_steps_, !grok_);
-      for (auto& g : opt_.adamw->param_groups()) g.options().set_lr(c_.adam_lr * f);
-      if (opt_.frames) opt_.frames->param_groups().front().options().set_lr(opt_.frame_hyper.lr * f);
-      const auto idx = order.slice(0, s * batch_, std::min(n_train_, (s + 1) * batch_));
-      const auto xb = data_.train_x.index_select(0, idx).to(dev_);
-      const auto yb = data_.train_y.index_select(0, idx).to(dev_);
-      opt_.adamw->zero_grad();
-      if (opt_.frames) opt_.frames->zero_grad();
-      lap("data");
-      const auto logits = model_->forward(xb);
-      auto loss = torch::cross_entropy_loss(logits, yb);
-      if (arm_.soft_penalty)
-        for (auto& w : fparams_) loss = loss + soft_penalty(w, c_.soft_lambda);
-      if (arm_.codebook_beta && *arm_.codebook_beta > 0)  // C2-nb (β = 0) trains exactly as PA16
-        for (auto& w : fparams_) loss = loss + codebook_prior(w, codebook_.centroids, *arm_.codebook_beta);
-      {
-        torch::NoGradGuard guard;
-        const auto loss64 = loss.detach().to(torch::kFloat64);
-        acc.check(loss64.isfinite().logical_not(), global_step_, DeviceEpoch::kLossCheck);
-        acc.add(DeviceEpoch::kLoss, loss64 * double(idx.size(0)));
-      }
-      if (stop_now()) return stop_if_diverged();
-      lap("forward");
-      loss.backward();
-      {
-        const auto [per_tensor, overall] = gradient_finiteness(named_, dev_);
-        acc.check(overall, global_step_, DeviceEpoch::kGradients, per_tensor);
-      }
-      if (stop_now()) return stop_if_diverged();
-      lap("backward");
-      torch::Tensor before;
-      {
-        torch::NoGradGuard guard;
-        const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
-        const auto pg_norm = tangent_gradient_norm(w64, g64);
-        acc.add(DeviceEpoch::kTangent, pg_norm.sum());
-        const auto gauge = batched_gauge_component(w64, g64).pow(2).sum({-2, -1}).sqrt();
-        acc.add(DeviceEpoch::kGauge, (gauge / pg_norm.clamp_min(1e-300)).sum());
-        sums.frames_seen += double(w64.size(0));
-        before = w64;
-      }
-      lap("diagnostics");
-      opt_.adamw->step();
-      lap("adamw");
-      if (opt_.frames) {
-        opt_.frames->step();
-        acc.add(DeviceEpoch::kCapped, opt_.frames->last_report().capped.to(torch::kFloat64).sum());
-        acc.add(DeviceEpoch::kPolar, opt_.frames->last_report().polar_fallback.to(torch::kFloat64).sum());
-      }
-      lap("frames");
-      {
-        torch::NoGradGuard guard;
-        const auto moved = (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum();
-        acc.check(moved.isfinite().logical_not(), global_step_, DeviceEpoch::kFrames);
-        acc.add(DeviceEpoch::kStep, moved);
-        acc.correct += logits.detach().argmax(1).eq(yb).sum();
-      }
-      if (stop_now()) return stop_if_diverged();
-      lap("diagnostics");
-      if (tty_) print_progress(epoch);
-    }
-  } catch (const std::exception&) {
-    // On a GPU a step after a non-finite value may fail outright (an SVD of non-finite frames): that
-    // is the divergence already recorded; anything else is an error of its own.
-    if (auto stopped = stop_if_diverged()) return stopped;
-    throw;
+// The epoch's first non-finite value, read from the device: the run stops there as it always did
+// (the record and the step are those of the first bad step; on a GPU the steps after it ran on
+// non-finite values and are discarded with the epoch).
+std::optional<nlohmann::json> Run::stop_if_diverged() {
+  const auto& acc = ep_->acc;
+  const auto at = acc.bad_step.to(torch::kCPU).item<std::int64_t>();
+  if (at < 0) return std::nullopt;
+  global_step_ = at;
+  const auto which = acc.bad_check.to(torch::kCPU).item<std::int64_t>();
+  if (which == DeviceEpoch::kLossCheck) return diverged("loss", ep_->epoch);
+  if (which == DeviceEpoch::kFrames) return diverged("W_Q/W_K frames after the step", ep_->epoch);
+  const auto tensors = acc.bad_tensors.to(torch::kCPU);
+  for (std::size_t i = 0; i < named_.size(); ++i)
+    if (tensors[std::int64_t(i)].item<bool>()) return diverged("gradient of " + named_[i].first, ep_->epoch);
+  return diverged("gradients (sum overflows float64)", ep_->epoch);
+}
+
+// On the CPU a read costs no waiting, so the run stops at the bad step itself and never hands
+// non-finite frames to LAPACK; on a GPU the epoch runs on and the read waits for its end.
+#define STIEFEL_STOP_NOW \
+  if (dev_.is_cpu() && ep_->acc.bad_step.item<std::int64_t>() >= 0) return stop_if_diverged()
+
+torch::Tensor Run::step_input(std::int64_t s) {
+  const double f = schedule_factor(global_step_, warmup_, total_steps_, !grok_);
+  for (auto& g : opt_.adamw->param_groups()) g.options().set_lr(c_.adam_lr * f);
+  if (opt_.frames) opt_.frames->param_groups().front().options().set_lr(opt_.frame_hyper.lr * f);
+  ep_->idx = ep_->order.slice(0, s * batch_, std::min(n_train_, (s + 1) * batch_));
+  const auto xb = data_.train_x.index_select(0, ep_->idx).to(dev_);
+  ep_->yb = data_.train_y.index_select(0, ep_->idx).to(dev_);
+  opt_.adamw->zero_grad();
+  if (opt_.frames) opt_.frames->zero_grad();
+  lap("data");
+  return xb;
+}
+
+std::optional<nlohmann::json> Run::step_loss(const torch::Tensor& logits) {
+  auto& acc = ep_->acc;
+  ep_->logits = logits;
+  auto loss = torch::cross_entropy_loss(logits, ep_->yb);
+  if (arm_.soft_penalty)
+    for (auto& w : fparams_) loss = loss + soft_penalty(w, c_.soft_lambda);
+  if (arm_.codebook_beta && *arm_.codebook_beta > 0)  // C2-nb (β = 0) trains exactly as PA16
+    for (auto& w : fparams_) loss = loss + codebook_prior(w, codebook_.centroids, *arm_.codebook_beta);
+  {
+    torch::NoGradGuard guard;
+    const auto loss64 = loss.detach().to(torch::kFloat64);
+    acc.check(loss64.isfinite().logical_not(), global_step_, DeviceEpoch::kLossCheck);
+    acc.add(DeviceEpoch::kLoss, loss64 * double(ep_->idx.size(0)));
   }
+  STIEFEL_STOP_NOW;
+  lap("forward");
+  ep_->loss = loss;
+  return std::nullopt;
+}
+
+std::optional<nlohmann::json> Run::step_update() {
+  auto& acc = ep_->acc;
+  ep_->loss = torch::Tensor();  // its graph is spent
+  {
+    const auto [per_tensor, overall] = gradient_finiteness(named_, dev_);
+    acc.check(overall, global_step_, DeviceEpoch::kGradients, per_tensor);
+  }
+  STIEFEL_STOP_NOW;
+  lap("backward");
+  torch::Tensor before;
+  {
+    torch::NoGradGuard guard;
+    const auto w64 = stacked_frames(false), g64 = stacked_frames(true);
+    const auto pg_norm = tangent_gradient_norm(w64, g64);
+    acc.add(DeviceEpoch::kTangent, pg_norm.sum());
+    const auto gauge = batched_gauge_component(w64, g64).pow(2).sum({-2, -1}).sqrt();
+    acc.add(DeviceEpoch::kGauge, (gauge / pg_norm.clamp_min(1e-300)).sum());
+    frames_seen_ += double(w64.size(0));
+    before = w64;
+  }
+  lap("diagnostics");
+  opt_.adamw->step();
+  lap("adamw");
+  if (opt_.frames) {
+    opt_.frames->step();
+    acc.add(DeviceEpoch::kCapped, opt_.frames->last_report().capped.to(torch::kFloat64).sum());
+    acc.add(DeviceEpoch::kPolar, opt_.frames->last_report().polar_fallback.to(torch::kFloat64).sum());
+  }
+  lap("frames");
+  {
+    torch::NoGradGuard guard;
+    const auto moved = (stacked_frames(false) - before).pow(2).sum({-2, -1}).sqrt().sum();
+    acc.check(moved.isfinite().logical_not(), global_step_, DeviceEpoch::kFrames);
+    acc.add(DeviceEpoch::kStep, moved);
+    acc.correct += ep_->logits.detach().argmax(1).eq(ep_->yb).sum();
+  }
+  ep_->logits = torch::Tensor();
+  STIEFEL_STOP_NOW;
+  lap("diagnostics");
+  if (tty_) print_progress(ep_->epoch);
+  ++global_step_;
+  return std::nullopt;
+}
+#undef STIEFEL_STOP_NOW
+
+std::optional<nlohmann::json> Run::end_epoch(EpochSums& sums) {
   if (auto stopped = stop_if_diverged()) return stopped;
-  const auto host = acc.sums.to(torch::kCPU);
+  const auto host = ep_->acc.sums.to(torch::kCPU);
   const auto h = host.accessor<double, 1>();
   sums.loss = h[DeviceEpoch::kLoss];
   sums.tangent = h[DeviceEpoch::kTangent];
@@ -1012,9 +1065,40 @@ std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& su
   sums.capped = h[DeviceEpoch::kCapped];
   sums.polar_fallbacks = h[DeviceEpoch::kPolar];
   sums.step = h[DeviceEpoch::kStep];
-  sums.correct = acc.correct.to(torch::kCPU).item<std::int64_t>();
+  sums.correct = ep_->acc.correct.to(torch::kCPU).item<std::int64_t>();
+  sums.frames_seen = frames_seen_;
+  frames_seen_ = 0;
+  const auto epoch = ep_->epoch;
+  ep_.reset();
   if (const auto bad = first_non_finite(named_, false); !bad.empty()) return diverged(bad + " after the epoch", epoch);
   return std::nullopt;
+}
+
+// On a GPU a step after a non-finite value may fail outright (an SVD of non-finite frames): that is
+// the divergence already recorded; anything else is an error of its own.
+template <class F>
+std::optional<nlohmann::json> Run::guarded(F phase) {
+  try {
+    return phase();
+  } catch (const std::exception&) {
+    if (ep_)
+      if (auto stopped = stop_if_diverged()) return stopped;
+    throw;
+  }
+}
+
+std::optional<nlohmann::json> Run::train_epoch(std::int64_t epoch, EpochSums& sums) {
+  begin_epoch(epoch);
+  for (std::int64_t s = 0; s < steps_per_epoch_; ++s) {
+    const auto stopped = guarded([&]() -> std::optional<nlohmann::json> {
+      const auto xb = step_input(s);
+      if (auto st = step_loss(model_->forward(xb))) return st;
+      ep_->loss.backward();
+      return step_update();
+    });
+    if (stopped) return stopped;
+  }
+  return end_epoch(sums);
 }
 
 // The epoch's record: training loss and accuracy, test (and validation) accuracy at the evaluated
@@ -1090,22 +1174,34 @@ void Run::commit_epoch(std::int64_t epoch, const nlohmann::json& metrics) {
             << "\n";
 }
 
+// After a trained epoch: its evaluation where due, then its record and checkpoint.
+void Run::close_epoch(std::int64_t epoch, const EpochSums& sums) {
+  const bool evaluated = (epoch + 1) % c_.eval_every == 0 || epoch + 1 == c_.epochs;
+  if (!evaluated && grok_) return;
+  nlohmann::json metrics;
+  try {  // a write error of commit_epoch leaves the files as they were
+    metrics = evaluate_epoch(epoch, sums);
+  } catch (const c10::Error& e) {  // LibTorch's message without its backtrace, one line
+    const std::string msg = e.what_without_backtrace();
+    record_failure(epoch, msg.substr(0, msg.find('\n')));
+    throw;
+  } catch (const std::exception& e) {
+    record_failure(epoch, e.what());
+    throw;
+  }
+  commit_epoch(epoch, metrics);
+}
+
 // The image task records every epoch (test accuracy at the evaluated epochs and the last); the
 // grokking task records and checkpoints at its evaluated epochs only, so a 20 000-epoch run writes
 // 200 of each.
 nlohmann::json Run::run_epochs() {
-  run_start_ = window_start_ = std::chrono::steady_clock::now();
+  start_clock();
   for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
-    ++window_epochs_;
     EpochSums sums;
-    std::optional<nlohmann::json> metrics;
-    // Training and evaluation only: a write error of commit_epoch leaves the files as they were.
     try {
       if (auto stopped = train_epoch(epoch, sums)) return *stopped;
-      const bool evaluated = (epoch + 1) % c_.eval_every == 0 || epoch + 1 == c_.epochs;
-      if (!evaluated && grok_) continue;
-      metrics = evaluate_epoch(epoch, sums);
-    } catch (const c10::Error& e) {  // LibTorch's message without its backtrace, one line
+    } catch (const c10::Error& e) {
       const std::string msg = e.what_without_backtrace();
       record_failure(epoch, msg.substr(0, msg.find('\n')));
       throw;
@@ -1113,7 +1209,7 @@ nlohmann::json Run::run_epochs() {
       record_failure(epoch, e.what());
       throw;
     }
-    commit_epoch(epoch, *metrics);
+    close_epoch(epoch, sums);
   }
   return run_;
 }
@@ -1141,6 +1237,121 @@ nlohmann::json train(const TrainConfig& config, std::ostream& progress) {
   run.resume();
   run.write_header();
   return run.run_epochs();
+}
+
+std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& configs, std::ostream& progress) {
+  if (configs.empty()) throw std::invalid_argument("seed batch: no runs");
+  std::set<std::uint64_t> seeds;
+  std::set<std::string> outs;
+  nlohmann::json seed_list = nlohmann::json::array();
+  for (const auto& c : configs) {
+    validate(c);
+    auto options = run_options(c), first = run_options(configs.front());
+    options.erase("seed");
+    first.erase("seed");
+    if (options != first || c.resume != configs.front().resume || c.overwrite != configs.front().overwrite)
+      throw std::invalid_argument("--batch-seed: the runs of a seed batch differ only in their seed and folder");
+    if (!seeds.insert(c.seed).second)
+      throw std::invalid_argument("--batch-seed: seed " + std::to_string(c.seed) + " twice");
+    if (!outs.insert(fs::weakly_canonical(c.out).string()).second)
+      throw std::invalid_argument("--batch-seed: folder " + c.out + " twice");
+    seed_list.push_back(c.seed);
+  }
+  if (configs.front().task != "grok" || attention_route(configs.front()) != "packed")
+    throw std::invalid_argument(
+        "--batch-seed: seed batching trains the grokking model under --compute pinned (the model seed_batch.h "
+        "batches); "
+        "task " +
+        configs.front().task + ", compute " + configs.front().compute);
+  if (configs.size() == 1) return {train(configs.front(), progress)};
+
+  const std::size_t n = configs.size();
+  std::vector<std::unique_ptr<Run>> runs;
+  std::vector<std::optional<nlohmann::json>> results(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    runs.push_back(std::make_unique<Run>(configs[i], progress));
+    results[i] = runs[i]->open_folder();
+  }
+  const nlohmann::json batch = {{"runs", std::int64_t(n)}, {"seeds", seed_list}};
+  const std::string malloc = keep_every_freed_block();
+  std::vector<std::size_t> active;
+  std::vector<std::int64_t> epoch(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (results[i]) continue;
+    runs[i]->set_up();
+    runs[i]->resume();
+    runs[i]->note_seed_batch(batch, malloc);
+    runs[i]->write_header();
+    epoch[i] = runs[i]->start_epoch();
+    if (epoch[i] >= configs[i].epochs) {
+      results[i] = runs[i]->record();  // nothing left to train
+      continue;
+    }
+    runs[i]->start_clock();
+    active.push_back(i);
+  }
+  const auto fail_all = [&](const std::string& error) {
+    for (const auto i : active)
+      if (!results[i]) runs[i]->record_failure(epoch[i], error);
+  };
+  while (!active.empty()) {
+    std::vector<std::size_t> still;
+    try {
+      std::vector<EpochSums> sums(n);
+      std::vector<bool> stopped(n, false);
+      const auto stop = [&](std::size_t i, std::optional<nlohmann::json> record) {
+        if (!record) return false;
+        results[i] = std::move(record);
+        stopped[i] = true;
+        return true;
+      };
+      for (const auto i : active) runs[i]->begin_epoch(epoch[i]);
+      // The grokking task takes its whole split in one step per epoch: every run has the same steps.
+      for (std::int64_t s = 0; s < runs[active.front()]->steps_per_epoch(); ++s) {
+        std::vector<std::size_t> stepping;
+        std::vector<Classifier> models;
+        std::vector<torch::Tensor> inputs;
+        for (const auto i : active)
+          if (!stopped[i]) {
+            stepping.push_back(i);
+            models.push_back(runs[i]->model());
+            inputs.push_back(runs[i]->step_input(s));
+          }
+        if (stepping.empty()) break;
+        const auto logits = batched_forward(models, inputs);
+        torch::Tensor total;
+        for (std::size_t k = 0; k < stepping.size(); ++k) {
+          const auto i = stepping[k];
+          if (stop(i, runs[i]->guarded([&] { return runs[i]->step_loss(logits[k]); }))) continue;
+          total = total.defined() ? total + runs[i]->loss() : runs[i]->loss();
+        }
+        // One backward for all: the sum hands each run's loss the gradient 1, as its own backward does.
+        if (total.defined()) total.backward();
+        for (const auto i : stepping)
+          if (!stopped[i]) stop(i, runs[i]->guarded([&] { return runs[i]->step_update(); }));
+      }
+      for (const auto i : active) {
+        if (!stopped[i] && !stop(i, runs[i]->end_epoch(sums[i]))) {
+          runs[i]->close_epoch(epoch[i], sums[i]);
+          if (++epoch[i] < configs[i].epochs)
+            still.push_back(i);
+          else
+            results[i] = runs[i]->record();
+        }
+      }
+    } catch (const c10::Error& e) {
+      const std::string msg = e.what_without_backtrace();
+      fail_all("seed batch: " + msg.substr(0, msg.find('\n')));
+      throw;
+    } catch (const std::exception& e) {
+      fail_all(std::string("seed batch: ") + e.what());
+      throw;
+    }
+    active = still;
+  }
+  std::vector<nlohmann::json> out;
+  for (auto& r : results) out.push_back(*r);
+  return out;
 }
 
 }  // namespace stiefel::training

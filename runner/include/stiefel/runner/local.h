@@ -17,7 +17,14 @@ struct LocalOptions {
   int jobs = 1;                               // runs at a time (each one LibTorch thread)
   std::string executable = "/proc/self/exe";  // the `stiefel` that trains
   std::string shard;                          // "i/N" when the indices are a shard (progress lines)
+  // Seed batching (grokking grids): up to B pending runs whose training differs only in the seed
+  // train in one child (`stiefel train --batch-seed`), which takes one of the J slots.
+  int batch_seeds = 1;
 };
+
+// The pending runs in groups that train together: runs whose `stiefel train` arguments differ only
+// in --seed, at most B to a group (B = 1: one run per group), in the order of their first run.
+std::vector<std::vector<std::size_t>> seed_batches(const Grid& grid, const std::vector<std::size_t>& pending, int b);
 
 // Runs the grid's runs with the given indices (a shard, or all). Returns 0 when every run finished
 // (completed or diverged), 1 when some failed (their log paths printed), 130 when interrupted.
@@ -25,7 +32,9 @@ struct LocalOptions {
 int run_local(const Grid& grid, const std::vector<std::size_t>& indices, const LocalOptions& options,
               std::ostream& progress);
 
-// The arguments of `stiefel train` for run K of the grid, as the local runner passes them.
+// The arguments of `stiefel train` for run K of the grid, as the local runner passes them; for a
+// group, those of its first run and a --batch-seed SEED=DIR for each other.
 std::vector<std::string> run_arguments(const Grid& grid, std::size_t k);
+std::vector<std::string> group_arguments(const Grid& grid, const std::vector<std::size_t>& group);
 
 }  // namespace stiefel::runner

@@ -18,4 +18,9 @@ namespace stiefel::training {
 // Applies the configuration (idempotent) and returns its description for the run record.
 nlohmann::json configure_cpu_compute(int intra_op_threads = 1);
 
+// Seed batching: stacked activations outgrow glibc's largest mmap threshold (32 MiB), and a block
+// mmapped and unmapped every step is faulted in afresh every step; this serves every block from the
+// heap, where freed memory is kept. Returns the record's "malloc" description.
+std::string keep_every_freed_block();
+
 }  // namespace stiefel::training

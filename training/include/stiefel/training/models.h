@@ -26,6 +26,8 @@ namespace stiefel::training {
 struct FrameAttentionImpl : torch::nn::Module {
   FrameAttentionImpl(std::int64_t d, std::int64_t heads, std::int64_t r, bool packed = false);
   torch::Tensor forward(const torch::Tensor& x);  // [B, T, d] → [B, T, d]
+  // The packed route's projection [W_Q | W_K | W_Vᵀ]: the frames' heads side by side, [d, 3·H·r].
+  torch::Tensor packed_weight() const;
   std::int64_t heads, r;
   bool packed;
   torch::Tensor wq, wk;  // [H, d, r]

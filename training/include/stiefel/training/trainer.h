@@ -59,4 +59,15 @@ void validate(const TrainConfig& config);
 // epoch, the step and the tensor), not an exception: divergence is a result.
 nlohmann::json train(const TrainConfig& config, std::ostream& progress);
 
+// Seed batching: trains the runs CONFIGS in one process, every step of all of them through one
+// batched forward (seed_batch.h), each run with its own data order, initialisation, optimisers,
+// record, checkpoint and resume. Each record is the one train(config) writes, bit for bit on the
+// CPU, but for its timings and its "compute" (which names the batch); runs at different epochs
+// (resumed from different checkpoints) batch together, and a run that finishes or diverges leaves
+// the batch. The runs must differ only in their seed and folder, and be grokking runs (the model
+// seed_batch.h batches). Throws std::invalid_argument otherwise, before anything is written; an
+// error in one run records "failed" in every run still training (each resumes with --resume).
+// Returns the records in the order of CONFIGS.
+std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& configs, std::ostream& progress);
+
 }  // namespace stiefel::training
