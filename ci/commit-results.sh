@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Commits what the results folders hold now, so that nothing computed is lost when the machine that
+# runs a grid goes away (a grid of runs longer than the machine is held continues elsewhere):
+#   - every finished run (completed or diverged): its record and log; a checkpoint committed while it
+#     ran leaves the index (results keep no final checkpoints);
+#   - every unfinished run with a checkpoint: its record, log and checkpoint, committed together once
+#     the record names the checkpoint's SHA-256 (a run writes its record, then renames its
+#     checkpoint: a pair caught in between is read again), so that `stiefel experiment` with the same
+#     arguments resumes it from that checkpoint on the next machine (--resume checks the hash);
+#   - the reports and the ledger regenerated from the records, checked as CI checks them.
+# Usage: ci/commit-results.sh [BUILD_DIR] [MESSAGE]
+set -euo pipefail
+build=${1:-build/default}
+message=${2:-"results: run records (and the checkpoints of unfinished runs); reports regenerated"}
+root=$(git rev-parse --show-toplevel)
+cd "$root"
+[ -x "$build/stiefel" ] || { echo "commit-results.sh: $build/stiefel is missing (build first)" >&2; exit 2; }
+finished=0 unfinished=0
+for rec in results/*/runs/*/*/*/run.json; do
+  [ -f "$rec" ] || continue
+  dir=$(dirname "$rec")
+  status=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('status',''))" "$rec" 2>/dev/null || echo unreadable)
+  case "$status" in
+    completed | diverged)
+      git add -- "$rec" "$dir/log.txt"
+      if git ls-files --error-unmatch "$dir/checkpoint.pt" > /dev/null 2>&1; then git rm -q --cached -- "$dir/checkpoint.pt"; fi
+      finished=$((finished + 1)) ;;
+    *)
+      [ -f "$dir/checkpoint.pt" ] || continue
+      ok=0
+      for _ in 1 2 3 4 5; do
+        if python3 - "$rec" "$dir/checkpoint.pt" <<'PY'; then ok=1; break; fi
+import hashlib, json, sys
+rec = json.load(open(sys.argv[1]))
+sha = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+sys.exit(0 if sha in rec.get("checkpoints", {}).values() else 1)
+PY
+        sleep 2
+      done
+      if [ "$ok" -eq 1 ]; then
+        git add -f -- "$rec" "$dir/log.txt" "$dir/checkpoint.pt"
+        unfinished=$((unfinished + 1))
+      else
+        echo "commit-results.sh: $dir: its record does not name its checkpoint (left out)" >&2
+      fi ;;
+  esac
+done
+"$build/stiefel" report results/*/ --out reports --certificate reports/certificate.json > /dev/null
+tests/docs/prose_numbers.sh .
+tests/docs/reports_regenerate.sh "$build/stiefel" . "$(mktemp -d)"
+git add reports
+if git diff --cached --quiet; then
+  echo "commit-results.sh: nothing new to commit"
+else
+  git commit -q -m "$message"
+  echo "commit-results.sh: committed ($finished finished runs, $unfinished unfinished with their checkpoints)"
+fi
