@@ -7,7 +7,8 @@
 #     the record names the checkpoint's SHA-256 (a run writes its record, then renames its
 #     checkpoint: a pair caught in between is read again), so that `stiefel experiment` with the same
 #     arguments resumes it from that checkpoint on the next machine (--resume checks the hash);
-#   - the reports and the ledger regenerated from the records, checked as CI checks them.
+#   - each results folder's pinned grid (experiment.json), and the reports and the ledger
+#     regenerated from the records, checked as CI checks them.
 # Usage: ci/commit-results.sh [BUILD_DIR] [MESSAGE]
 set -euo pipefail
 build=${1:-build/default}
@@ -16,6 +17,8 @@ root=$(git rev-parse --show-toplevel)
 cd "$root"
 [ -x "$build/stiefel" ] || { echo "commit-results.sh: $build/stiefel is missing (build first)" >&2; exit 2; }
 finished=0 unfinished=0
+# Each results folder's pinned grid: a report reads it.
+for pin in results/*/experiment.json; do [ -f "$pin" ] && git add -- "$pin"; done
 for rec in results/*/runs/*/*/*/run.json; do
   [ -f "$rec" ] || continue
   dir=$(dirname "$rec")
