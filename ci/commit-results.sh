@@ -16,23 +16,35 @@ message=${2:-"results: run records (and the checkpoints of unfinished runs); rep
 root=$(git rev-parse --show-toplevel)
 cd "$root"
 [ -x "$build/stiefel" ] || { echo "commit-results.sh: $build/stiefel is missing (build first)" >&2; exit 2; }
+git diff --cached --quiet ||
+  { echo "commit-results.sh: the index holds staged changes; commit or unstage them first" >&2; exit 2; }
+snap=$(mktemp -d)
+trap 'rm -rf "$snap"' EXIT
+stage() {  # stage FILE [SNAPSHOT]: FILE's content as it is now (or as SNAPSHOT holds it)
+  local blob
+  blob=$(git hash-object -w -- "${2:-$1}")
+  git update-index --add --cacheinfo "100644,$blob,$1"
+}
 finished=0 unfinished=0
 # Each results folder's pinned grid: a report reads it.
-for pin in results/*/experiment.json; do [ -f "$pin" ] && git add -- "$pin"; done
+for pin in results/*/experiment.json; do [ -f "$pin" ] && stage "$pin"; done
 for rec in results/*/runs/*/*/*/run.json; do
   [ -f "$rec" ] || continue
   dir=$(dirname "$rec")
   status=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('status',''))" "$rec" 2>/dev/null || echo unreadable)
   case "$status" in
     completed | diverged)
-      git add -- "$rec" "$dir/log.txt"
+      stage "$rec"
+      [ -f "$dir/log.txt" ] && stage "$dir/log.txt"
       if git ls-files --error-unmatch "$dir/checkpoint.pt" > /dev/null 2>&1; then git rm -q --cached -- "$dir/checkpoint.pt"; fi
       finished=$((finished + 1)) ;;
     *)
       [ -f "$dir/checkpoint.pt" ] || continue
+      # One snapshot of the pair, checked and staged as read: the run may write either at any time.
       ok=0
       for _ in 1 2 3 4 5; do
-        if python3 - "$rec" "$dir/checkpoint.pt" <<'PY'; then ok=1; break; fi
+        cp -- "$rec" "$snap/run.json" && cp -- "$dir/checkpoint.pt" "$snap/checkpoint.pt" || { sleep 2; continue; }
+        if python3 - "$snap/run.json" "$snap/checkpoint.pt" <<'PY'; then ok=1; break; fi
 import hashlib, json, sys
 rec = json.load(open(sys.argv[1]))
 sha = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
@@ -41,7 +53,9 @@ PY
         sleep 2
       done
       if [ "$ok" -eq 1 ]; then
-        git add -f -- "$rec" "$dir/log.txt" "$dir/checkpoint.pt"
+        stage "$rec" "$snap/run.json"
+        stage "$dir/checkpoint.pt" "$snap/checkpoint.pt"
+        [ -f "$dir/log.txt" ] && stage "$dir/log.txt"
         unfinished=$((unfinished + 1))
       else
         echo "commit-results.sh: $dir: its record does not name its checkpoint (left out)" >&2

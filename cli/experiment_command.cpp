@@ -48,7 +48,11 @@ int list_experiments(const std::string& definitions) {
 int submit(const runner::Grid& g, Options o) {
   if (!o.shard.empty()) throw std::invalid_argument("--shard: not with --slurm (use --array-tasks N)");
   o.slurm.jobs = o.jobs;
-  o.slurm.batch_seeds = o.batch_seeds;
+  // An array task runs a shard (every N-th run), which splits a seed group across tasks.
+  if (o.batch_seeds > 1)
+    throw std::invalid_argument(
+        "--batch-seeds: not with --slurm (an array task runs every N-th run of the grid, "
+        "which splits the seeds of a group across tasks); run the grid locally");
   o.slurm.executable = fs::read_symlink("/proc/self/exe").string();
   o.slurm.workdir = fs::current_path().string();
   const auto queued = runner::queued_runs(g, o.slurm);  // runs an earlier submission still has queued

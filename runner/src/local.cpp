@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <iomanip>
 #include <map>
 #include <ostream>
 #include <sstream>
-
-#include <stiefel/io/atomic_file.h>
 
 #include "process.h"
 
@@ -68,7 +67,7 @@ void account(Tally& t, const Grid& g, std::size_t k, int wait_status, double sec
   const auto dir = g.run_dir(k);
   const int code = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
   const RunState state = run_status(g, k).state;
-  if (code == 3 && state == RunState::diverged) {
+  if (state == RunState::diverged) {  // a result, whatever else its process (a seed batch's) met
     t.diverged.push_back(id);
     progress << "[" << t.finished() << "/" << t.selected << "] " << id << " diverged (see "
              << (dir / "run.json").string() << ")\n";
@@ -226,11 +225,12 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
           fs::create_directories(g.run_dir(k));
         }
         // A group's child writes its output to its first run's log; the others' logs say where.
-        for (std::size_t i = 1; i < group.size(); ++i)
-          io::write_file_atomically(g.run_dir(group[i]) / "log.txt",
-                                    "trained in one process with " + g.runs[group.front()].id +
-                                        " (--batch-seed): see " + (g.run_dir(group.front()) / "log.txt").string() +
-                                        "\n");
+        for (std::size_t i = 1; i < group.size(); ++i) {  // appended, as a child's output is
+          std::ofstream log(g.run_dir(group[i]) / "log.txt", std::ios::app);
+          log << "trained in one process with " << g.runs[group.front()].id << " (--batch-seed): see "
+              << (g.run_dir(group.front()) / "log.txt").string() << "\n";
+          if (!log) throw std::runtime_error((g.run_dir(group[i]) / "log.txt").string() + ": cannot be written");
+        }
         running[detail::spawn_logged(o.executable, group_arguments(g, group), g.run_dir(group.front()) / "log.txt")] = {
             group, Clock::now()};
       } catch (const std::exception& e) {  // this group cannot start; the others go on

@@ -251,7 +251,6 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
                                    defs,
                                    "--jobs",
                                    std::to_string(o.jobs)};
-  if (o.batch_seeds > 1) task.insert(task.end(), {"--batch-seeds", std::to_string(o.batch_seeds)});
   if (!g.request.data.empty()) task.insert(task.end(), {"--data", g.request.data});
   const std::string head = script_head(g, o, p);
   p.array_script = array_script(g, o, p, head, task);

@@ -54,6 +54,11 @@ for arm in a2 a2-nwf soft b2 b2-mean-moment b2-block b2-column b2-grassmann b2m 
     compare "$work/$name/alone-$s/run.json" "$work/$name/batch-$s/run.json"
     batch_of "$work/$name/batch-$s/run.json" 2
   done
+  if [ "$name" = "b2_--adam-lr_1e9" ]; then  # the diverging setting did diverge, batched and alone
+    [ "$rc" -eq 3 ] || { echo "FAIL: the diverging batch exited $rc, expected 3"; exit 1; }
+    python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))['status']=='diverged' else 'FAIL: not diverged')" \
+      "$work/$name/batch-1/run.json"
+  fi
 done
 echo "every grokking arm: batched records equal the runs' own"
 
@@ -71,7 +76,7 @@ done
 echo "grok-5seed smoke grid in seed batches: $n records equal the runs' own"
 
 # 3. Kill and resume a batched run; one of its runs restarts from scratch.
-common=(train --task grok --arm b2 --epochs 6 --eval-every 1 --quiet)
+common=(train --task grok --arm b2 --epochs 12 --eval-every 1 --quiet)
 for s in 0 1; do "$stiefel" "${common[@]}" --seed $s --out "$work/kill/alone-$s" > /dev/null 2>&1; done
 "$stiefel" "${common[@]}" --seed 0 --out "$work/kill/batch-0" --batch-seed "1=$work/kill/batch-1" > /dev/null 2>&1 &
 pid=$!
@@ -83,7 +88,7 @@ done
 kill -9 $pid 2>/dev/null || true
 wait $pid 2>/dev/null || true
 e=$(python3 -c "import json;print(len(json.load(open('$work/kill/batch-0/run.json'))['epochs']))")
-[ "$e" -ge 2 ] && [ "$e" -lt 6 ] || { echo "FAIL: the kill came at epoch $e (expected 2 to 5)"; exit 1; }
+[ "$e" -ge 2 ] && [ "$e" -lt 12 ] || { echo "FAIL: the kill came at epoch $e (expected 2 to 11)"; exit 1; }
 rm -rf "$work/kill/batch-1"
 "$stiefel" "${common[@]}" --resume --seed 0 --out "$work/kill/batch-0" --batch-seed "1=$work/kill/batch-1" \
   > /dev/null 2>&1
@@ -91,6 +96,23 @@ for s in 0 1; do compare "$work/kill/alone-$s/run.json" "$work/kill/batch-$s/run
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r.get('resumed_at_epochs') else 'FAIL: not resumed')" \
   "$work/kill/batch-0/run.json"
 echo "a batched run killed at epoch $e and resumed (one run from scratch) equals the runs' own"
+
+# A member whose folder another process holds stays out; the other trains, and the call fails
+# naming the one left out.
+mkdir -p "$work/held/b1"
+flock "$work/held/b1/.lock" sleep 60 &
+holder=$!
+sleep 0.5
+rc=0
+"$stiefel" train --task grok --arm b2 --epochs 2 --eval-every 2 --quiet --seed 0 --out "$work/held/b0" \
+  --batch-seed "1=$work/held/b1" > "$work/held.log" 2>&1 || rc=$?
+kill $holder 2>/dev/null || true
+wait $holder 2>/dev/null || true
+[ "$rc" -ne 0 ] && grep -q "held/b1" "$work/held.log" || { echo "FAIL: a held member: exit $rc"; cat "$work/held.log"; exit 1; }
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r['status']=='completed' and 'seed_batch' not in r['compute'] else 'FAIL: '+str(r['status'])+' '+str(r['compute'].get('seed_batch')))" \
+  "$work/held/b0/run.json"
+[ ! -e "$work/held/b1/run.json" ] || { echo "FAIL: the held member was written"; exit 1; }
+echo "a member held by another process left out; the other trained alone"
 
 # Refusals, before anything is written.
 for bad in "--batch-seed 1" "--batch-seed x=$work/bad/x" "--batch-seed 0=$work/bad/y" "--batch-seed 1=$work/bad/a"; do

@@ -639,6 +639,8 @@ class Run {
   template <class F>
   std::optional<nlohmann::json> guarded(F phase);
   void start_clock() { run_start_ = window_start_ = std::chrono::steady_clock::now(); }
+  void restart_lap() { lap_start_ = std::chrono::steady_clock::now(); }
+  void add_stage(const char* stage, double seconds) { stage_seconds_[stage] += seconds; }
   void record_failure(std::int64_t epoch, const std::string& error) noexcept;
   void note_seed_batch(const nlohmann::json& batch, const std::string& malloc) {
     compute_["seed_batch"] = batch;
@@ -1243,7 +1245,6 @@ std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& con
   if (configs.empty()) throw std::invalid_argument("seed batch: no runs");
   std::set<std::uint64_t> seeds;
   std::set<std::string> outs;
-  nlohmann::json seed_list = nlohmann::json::array();
   for (const auto& c : configs) {
     validate(c);
     auto options = run_options(c), first = run_options(configs.front());
@@ -1255,7 +1256,6 @@ std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& con
       throw std::invalid_argument("--batch-seed: seed " + std::to_string(c.seed) + " twice");
     if (!outs.insert(fs::weakly_canonical(c.out).string()).second)
       throw std::invalid_argument("--batch-seed: folder " + c.out + " twice");
-    seed_list.push_back(c.seed);
   }
   if (configs.front().task != "grok" || attention_route(configs.front()) != "packed")
     throw std::invalid_argument(
@@ -1265,46 +1265,70 @@ std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& con
         configs.front().task + ", compute " + configs.front().compute);
   if (configs.size() == 1) return {train(configs.front(), progress)};
 
+  // A member that cannot start (its folder held by another process, its data or resume refused)
+  // stays out, the others train, and the call fails at the end naming it.
   const std::size_t n = configs.size();
   std::vector<std::unique_ptr<Run>> runs;
   std::vector<std::optional<nlohmann::json>> results(n);
+  std::vector<std::string> errors;
+  std::vector<bool> out(n, false);
+  const auto leave = [&](std::size_t i, const std::string& error) {
+    errors.push_back(configs[i].out + ": " + error);
+    out[i] = true;
+  };
   for (std::size_t i = 0; i < n; ++i) {
     runs.push_back(std::make_unique<Run>(configs[i], progress));
-    results[i] = runs[i]->open_folder();
+    try {
+      results[i] = runs[i]->open_folder();
+    } catch (const std::exception& e) {
+      leave(i, e.what());
+    }
   }
-  const nlohmann::json batch = {{"runs", std::int64_t(n)}, {"seeds", seed_list}};
+  std::vector<std::size_t> todo;
+  nlohmann::json todo_seeds = nlohmann::json::array();
+  for (std::size_t i = 0; i < n; ++i)
+    if (!results[i] && !out[i]) {
+      todo.push_back(i);
+      todo_seeds.push_back(configs[i].seed);
+    }
+  const nlohmann::json batch = {{"runs", std::int64_t(todo.size())}, {"seeds", todo_seeds}};
   const std::string malloc = keep_every_freed_block();
   std::vector<std::size_t> active;
   std::vector<std::int64_t> epoch(n, 0);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (results[i]) continue;
-    runs[i]->set_up();
-    runs[i]->resume();
-    runs[i]->note_seed_batch(batch, malloc);
-    runs[i]->write_header();
+  for (const auto i : todo) {
+    try {
+      runs[i]->set_up();
+      runs[i]->resume();
+      if (todo.size() > 1) runs[i]->note_seed_batch(batch, malloc);
+      runs[i]->write_header();
+    } catch (const std::exception& e) {
+      leave(i, e.what());
+      continue;
+    }
     epoch[i] = runs[i]->start_epoch();
     if (epoch[i] >= configs[i].epochs) {
       results[i] = runs[i]->record();  // nothing left to train
       continue;
     }
-    runs[i]->start_clock();
     active.push_back(i);
   }
-  const auto fail_all = [&](const std::string& error) {
-    for (const auto i : active)
-      if (!results[i]) runs[i]->record_failure(epoch[i], error);
+  for (const auto i : active) runs[i]->start_clock();
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
   };
   while (!active.empty()) {
-    std::vector<std::size_t> still;
+    std::vector<EpochSums> sums(n);
+    std::vector<bool> stopped(n, false);
+    const auto stop = [&](std::size_t i, std::optional<nlohmann::json> record) {
+      if (!record) return false;
+      results[i] = std::move(record);
+      stopped[i] = true;
+      return true;
+    };
+    // The shared part of the epoch: an error there is every active run's, recorded as each run's
+    // failure at its epoch (each resumes from its last checkpoint).
     try {
-      std::vector<EpochSums> sums(n);
-      std::vector<bool> stopped(n, false);
-      const auto stop = [&](std::size_t i, std::optional<nlohmann::json> record) {
-        if (!record) return false;
-        results[i] = std::move(record);
-        stopped[i] = true;
-        return true;
-      };
       for (const auto i : active) runs[i]->begin_epoch(epoch[i]);
       // The grokking task takes its whole split in one step per epoch: every run has the same steps.
       for (std::int64_t s = 0; s < runs[active.front()]->steps_per_epoch(); ++s) {
@@ -1315,43 +1339,77 @@ std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& con
           if (!stopped[i]) {
             stepping.push_back(i);
             models.push_back(runs[i]->model());
+            runs[i]->restart_lap();
             inputs.push_back(runs[i]->step_input(s));
           }
         if (stepping.empty()) break;
+        // Each run's stage times: its own phases, and the shared forward and backward whole.
+        auto t = Clock::now();
         const auto logits = batched_forward(models, inputs);
+        const double forward = seconds_since(t);
         torch::Tensor total;
         for (std::size_t k = 0; k < stepping.size(); ++k) {
           const auto i = stepping[k];
+          runs[i]->add_stage("forward", forward);
+          runs[i]->restart_lap();
           if (stop(i, runs[i]->guarded([&] { return runs[i]->step_loss(logits[k]); }))) continue;
           total = total.defined() ? total + runs[i]->loss() : runs[i]->loss();
         }
         // One backward for all: the sum hands each run's loss the gradient 1, as its own backward does.
+        t = Clock::now();
         if (total.defined()) total.backward();
+        const double backward = seconds_since(t);
         for (const auto i : stepping)
-          if (!stopped[i]) stop(i, runs[i]->guarded([&] { return runs[i]->step_update(); }));
+          if (!stopped[i]) {
+            runs[i]->add_stage("backward", backward);
+            runs[i]->restart_lap();
+            stop(i, runs[i]->guarded([&] { return runs[i]->step_update(); }));
+          }
       }
-      for (const auto i : active) {
-        if (!stopped[i] && !stop(i, runs[i]->end_epoch(sums[i]))) {
-          runs[i]->close_epoch(epoch[i], sums[i]);
-          if (++epoch[i] < configs[i].epochs)
-            still.push_back(i);
-          else
-            results[i] = runs[i]->record();
-        }
-      }
-    } catch (const c10::Error& e) {
-      const std::string msg = e.what_without_backtrace();
-      fail_all("seed batch: " + msg.substr(0, msg.find('\n')));
-      throw;
     } catch (const std::exception& e) {
-      fail_all(std::string("seed batch: ") + e.what());
+      std::string msg = e.what();
+      if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) msg = c10->what_without_backtrace();
+      msg = "seed batch: " + msg.substr(0, msg.find('\n'));
+      for (const auto i : active)
+        if (!results[i]) runs[i]->record_failure(epoch[i], msg);
       throw;
+    }
+    // Each run's own end of the epoch: an error there is that run's alone (as when it runs alone:
+    // its evaluation's error recorded as its failure, a write error leaving its files as they
+    // were); it leaves the batch and the others go on.
+    std::vector<std::size_t> still;
+    for (const auto i : active) {
+      if (stopped[i]) continue;
+      try {
+        runs[i]->restart_lap();
+        if (stop(i, runs[i]->end_epoch(sums[i]))) continue;
+      } catch (const std::exception& e) {
+        runs[i]->record_failure(epoch[i], e.what());
+        leave(i, e.what());
+        continue;
+      }
+      try {
+        runs[i]->close_epoch(epoch[i], sums[i]);
+      } catch (const std::exception& e) {
+        leave(i, e.what());
+        continue;
+      }
+      if (++epoch[i] < configs[i].epochs)
+        still.push_back(i);
+      else
+        results[i] = runs[i]->record();
     }
     active = still;
   }
-  std::vector<nlohmann::json> out;
-  for (auto& r : results) out.push_back(*r);
-  return out;
+  if (!errors.empty()) {
+    std::string all;
+    for (const auto& e : errors) all += (all.empty() ? "" : "; ") + e;
+    throw std::runtime_error("seed batch: " + std::to_string(errors.size()) + " of " + std::to_string(n) +
+                             " runs did not finish (the others did): " + all);
+  }
+  std::vector<nlohmann::json> records;
+  for (auto& r : results) records.push_back(*r);
+  return records;
 }
 
 }  // namespace stiefel::training

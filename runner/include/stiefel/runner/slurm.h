@@ -24,7 +24,6 @@ struct SlurmOptions {
   int max_parallel = 0;         // at most K array tasks at once (the array's %K); 0: no limit
   int array_tasks = 0;          // 0: one task per run; N: N tasks, task i runs shard i/N
   int jobs = 1;                 // runs at a time inside one task (its --cpus-per-task)
-  int batch_seeds = 1;          // seed batching inside one task (LocalOptions::batch_seeds)
   std::string executable;       // the absolute path of the `stiefel` to copy and run
   std::string workdir;          // the jobs' working folder (where relative paths resolve)
   std::string sbatch = "sbatch";

@@ -65,9 +65,11 @@ nlohmann::json train(const TrainConfig& config, std::ostream& progress);
 // CPU, but for its timings and its "compute" (which names the batch); runs at different epochs
 // (resumed from different checkpoints) batch together, and a run that finishes or diverges leaves
 // the batch. The runs must differ only in their seed and folder, and be grokking runs (the model
-// seed_batch.h batches). Throws std::invalid_argument otherwise, before anything is written; an
-// error in one run records "failed" in every run still training (each resumes with --resume).
-// Returns the records in the order of CONFIGS.
+// seed_batch.h batches): std::invalid_argument otherwise, before anything is written. An error in
+// the shared forward or backward records "failed" in every run still training (each resumes with
+// --resume); a run that cannot start (its folder held by another process) or whose own part fails
+// (its evaluation, its files) leaves the batch alone, the others go on, and the call then throws
+// std::runtime_error naming it. Returns the records in the order of CONFIGS.
 std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& configs, std::ostream& progress);
 
 }  // namespace stiefel::training
