@@ -100,7 +100,9 @@ echo "a batched run killed at epoch $e and resumed (one run from scratch) equals
 # A member whose folder another process holds stays out; the other trains, and the call fails
 # naming the one left out.
 mkdir -p "$work/held/b1"
-flock "$work/held/b1/.lock" sleep 60 &
+# The holder becomes `sleep` itself (exec), with its output away from the test's: killing it
+# releases the lock at once and leaves nothing holding the test's output open.
+(exec 9> "$work/held/b1/.lock" && flock 9 && exec sleep 60) > /dev/null 2>&1 &
 holder=$!
 sleep 0.5
 rc=0
