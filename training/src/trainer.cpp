@@ -592,6 +592,16 @@ std::pair<torch::Tensor, torch::Tensor> gradient_finiteness(
   return {stacked.isfinite().logical_not(), stacked.sum().isfinite().logical_not()};
 }
 
+// An error as a record states it: LibTorch's message without its backtrace, one line; any other
+// error's message as it is.
+std::string error_line(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) {
+    const std::string msg = c10->what_without_backtrace();
+    return msg.substr(0, msg.find('\n'));
+  }
+  return e.what();
+}
+
 // What one epoch's steps accumulate for the record.
 struct EpochSums {
   double loss = 0, tangent = 0, step = 0, gauge = 0, capped = 0, frames_seen = 0, polar_fallbacks = 0;
@@ -1183,12 +1193,8 @@ void Run::close_epoch(std::int64_t epoch, const EpochSums& sums) {
   nlohmann::json metrics;
   try {  // a write error of commit_epoch leaves the files as they were
     metrics = evaluate_epoch(epoch, sums);
-  } catch (const c10::Error& e) {  // LibTorch's message without its backtrace, one line
-    const std::string msg = e.what_without_backtrace();
-    record_failure(epoch, msg.substr(0, msg.find('\n')));
-    throw;
   } catch (const std::exception& e) {
-    record_failure(epoch, e.what());
+    record_failure(epoch, error_line(e));
     throw;
   }
   commit_epoch(epoch, metrics);
@@ -1203,12 +1209,8 @@ nlohmann::json Run::run_epochs() {
     EpochSums sums;
     try {
       if (auto stopped = train_epoch(epoch, sums)) return *stopped;
-    } catch (const c10::Error& e) {
-      const std::string msg = e.what_without_backtrace();
-      record_failure(epoch, msg.substr(0, msg.find('\n')));
-      throw;
     } catch (const std::exception& e) {
-      record_failure(epoch, e.what());
+      record_failure(epoch, error_line(e));
       throw;
     }
     close_epoch(epoch, sums);
@@ -1284,22 +1286,22 @@ std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& con
       leave(i, e.what());
     }
   }
-  std::vector<std::size_t> todo;
-  nlohmann::json todo_seeds = nlohmann::json::array();
+  std::vector<std::size_t> to_train;
+  nlohmann::json to_train_seeds = nlohmann::json::array();
   for (std::size_t i = 0; i < n; ++i)
     if (!results[i] && !out[i]) {
-      todo.push_back(i);
-      todo_seeds.push_back(configs[i].seed);
+      to_train.push_back(i);
+      to_train_seeds.push_back(configs[i].seed);
     }
-  const nlohmann::json batch = {{"runs", std::int64_t(todo.size())}, {"seeds", todo_seeds}};
+  const nlohmann::json batch = {{"runs", std::int64_t(to_train.size())}, {"seeds", to_train_seeds}};
   const std::string malloc = keep_every_freed_block();
   std::vector<std::size_t> active;
   std::vector<std::int64_t> epoch(n, 0);
-  for (const auto i : todo) {
+  for (const auto i : to_train) {
     try {
       runs[i]->set_up();
       runs[i]->resume();
-      if (todo.size() > 1) runs[i]->note_seed_batch(batch, malloc);
+      if (to_train.size() > 1) runs[i]->note_seed_batch(batch, malloc);
       runs[i]->write_header();
     } catch (const std::exception& e) {
       leave(i, e.what());
@@ -1367,9 +1369,7 @@ std::vector<nlohmann::json> train_seed_batch(const std::vector<TrainConfig>& con
           }
       }
     } catch (const std::exception& e) {
-      std::string msg = e.what();
-      if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) msg = c10->what_without_backtrace();
-      msg = "seed batch: " + msg.substr(0, msg.find('\n'));
+      const std::string msg = "seed batch: " + error_line(e);
       for (const auto i : active)
         if (!results[i]) runs[i]->record_failure(epoch[i], msg);
       throw;
