@@ -35,4 +35,20 @@ DirectionalReference directional_reference(const Case& c, int k) {
   return ref;
 }
 
+mp50 loss_derivative_mp50(const Case& c, const Frames<mp50>& dq, const Frames<mp50>& dk) {
+  const auto a = make_attention_case<mp50>(c);
+  const auto loss_at = [&](const mp50& t) {
+    Frames<mp50> q = a.wq, kk = a.wk;
+    for (std::size_t h = 0; h < q.size(); ++h) {
+      q[h] += t * dq[h];
+      kk[h] += t * dk[h];
+    }
+    return attention_loss_and_gradient(a.problem, q, kk).loss;
+  };
+  const mp50 step("1e-8");
+  const mp50 d1 = (loss_at(step) - loss_at(-step)) / (2 * step);
+  const mp50 d2 = (loss_at(step / 2) - loss_at(-step / 2)) / step;
+  return (4 * d2 - d1) / 3;
+}
+
 }  // namespace stiefel::certificates

@@ -29,7 +29,7 @@
 namespace stiefel::certificates {
 namespace {
 
-constexpr const char* kSchemaVersion = "1.1";
+constexpr const char* kSchemaVersion = "1.2";
 constexpr int kMaxShrinkEvaluations = 400;
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
@@ -204,7 +204,32 @@ struct Verdict {
   std::string observed;
   nlohmann::json counterexample = nullptr;
   std::string behaviour;
+  std::string established = "numeric";  // how the verdict is established: exact, interval or numeric
+  bool proof_control_killed = true;     // a refutation proof's near miss established nothing
 };
+
+nlohmann::json proof_json(const Proof& p) {
+  return {{"established", p.established},
+          {"quantity", p.quantity},
+          {"enclosure", {finite_or_null(p.lower), finite_or_null(p.upper)}},
+          {"inputs", p.inputs}};
+}
+
+// A refutation's proof on the shrunk counterexample, and its control on the near miss.
+void prove_refutation(const Claim& claim, const Case& minimal, Verdict& v) {
+  if (!claim.proof.prove) return;
+  const Proof proof = claim.proof.prove(minimal);
+  nlohmann::json entry = proof_json(proof);
+  if (claim.proof.control) {
+    const Proof control = claim.proof.control(minimal);
+    v.proof_control_killed = control.established == "numeric";
+    entry["control"] = proof_json(control);
+    entry["control"]["description"] = claim.proof.control_description;
+    entry["control"]["status"] = v.proof_control_killed ? "killed" : "survived";
+  }
+  v.established = proof.established;
+  v.counterexample["proof"] = std::move(entry);
+}
 
 Verdict judge(const ClaimSetting& s, const std::vector<CaseRecord>& cases, const CaseTally& t) {
   Verdict v;
@@ -240,6 +265,7 @@ Verdict judge(const ClaimSetting& s, const std::vector<CaseRecord>& cases, const
     v.observed = "refuted";
     v.behaviour = "single precision run: violation not cross-checked";
   }
+  if (v.observed == "refuted") prove_refutation(s.claim, minimal, v);
   return v;
 }
 
@@ -306,6 +332,7 @@ nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, 
       {"analysis", claim.analysis},
       {"observed", run.observed},
       {"meets_expectation", run.met},
+      {"established", v.established},
       {"swapped_control", s.swapped ? nlohmann::json(s.swapped->id) : nlohmann::json(nullptr)},
       {"cases", n},
       {"cases_mp50", s.use_mp50 ? n : 0},
@@ -343,6 +370,9 @@ ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base
   out.controls = int(claim.controls.size());
   out.controls_killed = controls.killed;
   out.met = out.observed == expected_name(claim.expected) && controls.killed == out.controls && !s.swapped;
+  // A refutation the paper's claim is expected to meet stands as a proof, or not at all.
+  if (claim.expected == Expected::kRefuted && out.observed == "refuted")
+    out.met = out.met && verdict.established != "numeric" && verdict.proof_control_killed;
   nlohmann::json figures = claim_figures(s);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.entry = claim_entry(s, opt, n, tally, verdict, controls, std::move(figures), out);

@@ -35,6 +35,14 @@ for k in c["claims"]:
         r = ce["float64"]["ratio"]
         assert r is None or r > k["tolerance"]["value"], k["id"]
         assert ce["mp50"]["residual"] is not None, k["id"]
+        # every refutation is a proof: its sign re-checked in exact or interval arithmetic, and the
+        # same proof on its near miss (where the claim holds) establishes nothing
+        assert k["established"] in ("exact", "interval"), k["id"]
+        assert ce["proof"]["established"] == k["established"] and ce["proof"]["enclosure"][0] > 0, k["id"]
+        assert ce["proof"]["control"]["established"] == "numeric", k["id"]
+        assert ce["proof"]["control"]["status"] == "killed", k["id"]
+    else:
+        assert k["established"] == "numeric", k["id"]
 print("certificate ok:", s)
 PY
 

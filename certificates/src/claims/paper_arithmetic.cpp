@@ -4,8 +4,10 @@
 
 #include <array>
 #include <boost/math/constants/constants.hpp>
+#include <charconv>
 #include <utility>
 
+#include "../interval.h"
 #include "check_support.h"
 #include "claim_groups.h"
 
@@ -172,17 +174,27 @@ const std::vector<DerivedNumber>& derived_numbers() {
 }
 
 template <class S>
+S pi_of() {
+  if constexpr (std::is_same_v<S, Interval>) {
+    return pi_interval();
+  } else if constexpr (std::is_same_v<S, RationalInterval>) {
+    throw std::domain_error("pi has no exact rational enclosure");
+  } else {
+    return boost::math::constants::pi<S>();
+  }
+}
+
+template <class S>
 S derived_formula(std::size_t index, bool near_miss, const std::vector<S>& x) {
   using std::asin;
   using std::atan;
   using std::log10;
-  const S pi = boost::math::constants::pi<S>();
   switch (index) {
     case kCapRadius:
       return near_miss ? x[0] * x[1] : x[0] * sqrt(x[1]);
     case kAngleBound: {
       const S t = x[0] * sqrt(x[1]);
-      return (near_miss ? asin(t) : atan(t)) * S(180) / pi;
+      return (near_miss ? asin(t) : atan(t)) * S(180) / pi_of<S>();
     }
     case kB2SgdT: {
       const S mean = (x[0] + x[1] + x[2]) / S(3);
@@ -208,7 +220,7 @@ S derived_formula(std::size_t index, bool near_miss, const std::vector<S>& x) {
     case kProjectorCost:
       return S(100) * (near_miss ? x[0] * x[0] : S(1) - sqrt(S(1) - x[0] * x[0]));
     default:
-      return std::numeric_limits<S>::quiet_NaN();
+      throw std::out_of_range("derived_formula: no derived number " + std::to_string(index));
   }
 }
 
@@ -272,8 +284,83 @@ CheckResult check_paper_arithmetic(const Case& c, ArithmeticMutant mutant) {
   return r;
 }
 
+namespace {
+
+// The shortest decimal that reads back as x: the number as the paper prints it.
+std::string shortest_decimal(double x) {
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, res.ptr);
+}
+
+// Every value that rounds to the printed number, [value - half, value + half], as an exact rational
+// interval (I = RationalInterval) or an MPFR enclosure (I = Interval).
+template <class I>
+I rounding_box(const Printed& p) {
+  if constexpr (std::is_same_v<I, RationalInterval>) {
+    const I v = decimal_rational(shortest_decimal(p.value)), h = decimal_rational(shortest_decimal(p.half_unit));
+    return I(v.lower() - h.lower(), v.upper() + h.upper());
+  } else {
+    const I v = decimal_interval(shortest_decimal(p.value)), h = decimal_interval(shortest_decimal(p.half_unit));
+    return hull_of(v - h, v + h);
+  }
+}
+
+// The formula over the whole box of admissible inputs: an enclosure of its range with no
+// monotonicity assumed, against the printed value's rounding interval. Established when the two are
+// disjoint, by the gap between them: exactly when the formula is rational (the box's rational
+// interval arithmetic rounds nothing), in MPFR intervals when it needs a root, logarithm or angle.
+template <class I>
+Proof arithmetic_proof_in(const DerivedNumber& n, std::size_t index, const Printed& printed, const char* established) {
+  std::vector<I> box;
+  for (const Printed& p : n.inputs) box.push_back(rounding_box<I>(p));
+  const I range = derived_formula<I>(index, false, box), target = rounding_box<I>(printed);
+  const I gap = boost::numeric::max(I(range - target.upper()), I(I(target.lower()) - range));
+  Proof out;
+  out.quantity = "the gap between the formula's range " + to_string(range) +
+                 " over the inputs' rounding box and the printed value's rounding interval " + to_string(target) +
+                 " (the claim allows <= 0: they meet)";
+  out.inputs = "each printed input anywhere in its rounding interval, read as an exact decimal";
+  out.lower = lower_double(gap);
+  out.upper = upper_double(gap);
+  out.established = gap.lower() > 0 ? established : "numeric";
+  return out;
+}
+
+Proof arithmetic_proof(const DerivedNumber& n, std::size_t index, const Printed& printed) {
+  try {
+    return arithmetic_proof_in<RationalInterval>(n, index, printed, "exact");
+  } catch (const std::domain_error&) {
+    return arithmetic_proof_in<Interval>(n, index, printed, "interval");
+  }
+}
+
+}  // namespace
+
+Proof prove_paper_arithmetic(const Case& c) {
+  const auto index = std::size_t(c.x);
+  const DerivedNumber& n = derived_numbers().at(index);
+  return arithmetic_proof(n, index, n.printed);
+}
+
+// Control: the printed value replaced by the formula at the printed inputs, to the same last digit:
+// a value the inputs reach, so no gap may be established.
+Proof prove_paper_arithmetic_reached(const Case& c) {
+  const auto index = std::size_t(c.x);
+  const DerivedNumber& n = derived_numbers().at(index);
+  std::vector<double> centre;
+  for (const Printed& p : n.inputs) centre.push_back(p.value);
+  Printed reached = n.printed;
+  const double unit = 2 * n.printed.half_unit;
+  const double value = derived_formula<double>(index, false, centre);
+  reached.value = unit > 0 ? std::round(value / unit) * unit : value;
+  return arithmetic_proof(n, index, reached);
+}
+
 template double derived_formula<double>(std::size_t, bool, const std::vector<double>&);
 template mp50 derived_formula<mp50>(std::size_t, bool, const std::vector<mp50>&);
+template Interval derived_formula<Interval>(std::size_t, bool, const std::vector<Interval>&);
+template RationalInterval derived_formula<RationalInterval>(std::size_t, bool, const std::vector<RationalInterval>&);
 template CheckResult check_paper_arithmetic<double>(const Case&, ArithmeticMutant);
 template CheckResult check_paper_arithmetic<mp50>(const Case&, ArithmeticMutant);
 
@@ -301,6 +388,9 @@ std::vector<Claim> paper_arithmetic_claims() {
     c.generator_fn = cases.at(i);
     set_check(c, &check_paper_arithmetic<double>, &check_paper_arithmetic<mp50>,
               {{ArithmeticMutant::kNearMiss, "near-miss", n.near_miss.c_str()}});
+    if (n.expected == Expected::kRefuted)
+      c.proof = {&prove_paper_arithmetic, &prove_paper_arithmetic_reached,
+                 "the printed value replaced by the formula at the printed inputs, to the same last digit"};
     out.push_back(std::move(c));
   }
   return out;

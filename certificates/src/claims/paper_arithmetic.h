@@ -45,4 +45,10 @@ S derived_formula(std::size_t index, bool near_miss, const std::vector<S>& x);
 template <class S>
 CheckResult check_paper_arithmetic(const Case& c, ArithmeticMutant mutant);
 
+// The refutation's proof: the formula's range over the inputs' whole rounding box, enclosed in
+// interval arithmetic, is disjoint from the printed value's rounding interval. Its control runs the
+// same proof against the formula's own value at the printed inputs.
+Proof prove_paper_arithmetic(const Case& c);
+Proof prove_paper_arithmetic_reached(const Case& c);
+
 }  // namespace stiefel::certificates

@@ -3,14 +3,14 @@
 // sign(1 − ηλ) polar(W + ξ/(1 − ηλ)); and the decay's fixed point lies off St(d,r).
 #pragma once
 
-#include "check_support.h"
+#include "attention_case.h"
 
 namespace stiefel::certificates {
 
 enum class DecayAnnihilatedMutant { kNone, kDriftedFrame };
 enum class DecayDriftedMutant { kNone, kRetractedProjector };
 enum class DecayAbsorbedMutant { kNone, kUnscaledStep };
-enum class DecayFixedPointMutant { kNone, kDecayWithoutStepSize, kStoppedEarly };
+enum class DecayFixedPointMutant { kNone, kProjected };
 
 template <class S>
 CheckResult check_decay_annihilated(const Case& c, DecayAnnihilatedMutant mutant) {
@@ -76,42 +76,72 @@ CheckResult check_decay_absorbed_corrected(const Case& c, DecayAbsorbedMutant mu
   return decay_absorbed_check<S>(c, mutant, true);
 }
 
-// §5.4: iterate decoupled decay W ← W − η∇L(W) − ηλW on L(W) = ½‖W − B‖² (contraction ½ per
-// step) to its fixed point, with B = (1+λ) U diag(σ) Vᵀ built so that the fixed point B/(1+λ) has
-// the known singular values σ: its distance from St(d,r) is ‖W* − polar(W*)‖_F = ‖σ − 1‖₂ in
-// closed form. Two residuals (the worse one counts): the measured distance against ‖σ − 1‖₂, and
-// the fixed point against B/(1+λ), each over (‖σ‖₂ + √r); factor d·r.
-// Controls: the decay not multiplied by η (W ← W − η∇L − λW; its fixed point is ηB/(η+λ)); the
-// iteration stopped at a relative step of 1e-6 instead of roundoff (a near miss).
+// §5.4 on the attention loss: decoupled decay with no constraint, W ← W − η(∇L(W) + λW) at η = 1/λ
+// with λ = 10^x E0 (E0 below),
+// i.e. W ← −∇L(W)/λ on every frame (W_Q and W_K of every head), run from the case's frames on St
+// until its step is at roundoff (at most 400 iterations): its fixed point W* = −∇L(W*)/λ. Two
+// ratios, the worse counts:
+//   the fixed-point residual ‖W* + ∇L(W*)/λ‖ over (E0/λ) · u · n·d, E0 the gradient's rounding-error
+//   scale (attention_error_scale) at the starting frames, E0/λ the first step's size: W* is the
+//   fixed point to roundoff (the iteration stops when its step is 4u of that size);
+//   30 · ‖W*‖_F / dist(W*, St), dist = ‖W* − polar(W*)‖_F over the frames: ≤ 30 iff W* is at
+//   least as close to 0 as to St(d,r)^(2H), i.e. decay drove W toward 0, not toward St.
+// Control: the iteration with the tangent projection and the retraction, W ← polar(W − Π_W(∇L(W)
+// + λW)/λ), which stays on St (Π_W(λW) = 0 there: Prop. 8). (Without the retraction the projected
+// iteration is W ← W WᵀW − Π_W(∇L)/λ, which cubes W's singular values and diverges.)
 template <class S>
 CheckResult check_decay_fixed_point(const Case& c, DecayFixedPointMutant mutant) {
-  Rng rng(c.seed);
-  const Matrix<S> u = random_stiefel<S>(rng, c.d, c.r), v = random_orthogonal<S>(rng, c.r);
-  Vector<S> sigma(c.r);
-  for (int i = 0; i < c.r; ++i) sigma(i) = S(pow10(c.log10_scale + rng.uniform() - 0.5));
-  const S lambda(pow10(c.x));
-  const Matrix<S> b = (S(1) + lambda) * u * sigma.asDiagonal() * v.transpose();
-  const S eta = S(1) / (S(2) * (S(1) + lambda));  // contraction factor 1/2
-  const S stop = mutant == DecayFixedPointMutant::kStoppedEarly ? S(1e-6) : unit_roundoff<S>();
-  const S decay = mutant == DecayFixedPointMutant::kDecayWithoutStepSize ? lambda : S(eta * lambda);
-  Matrix<S> w = Matrix<S>::Zero(c.d, c.r);
-  for (int k = 0; k < 400; ++k) {
-    const Matrix<S> next = w - eta * (w - b) - decay * w;
-    const bool settled = (next - w).norm() <= stop * next.norm();
-    w = next;
-    if (settled) break;
+  const auto a = make_attention_case<S>(c);
+  const S stop = S(4) * unit_roundoff<S>();
+  Frames<S> q = a.wq, k = a.wk;
+  // The problem's gradient scale E0 on St, where the iteration starts; λ = 10^x · E0, so that the first
+  // step's size E0/λ = 10^-x and the iteration contracts at a rate of about 10^-x.
+  S scale0(0);
+  for (int h = 0; h < c.heads; ++h) scale0 += attention_error_scale(a.problem, q[h], k[h], std::size_t(h));
+  if (!(scale0 > S(0))) {  // a loss with no gradient anywhere: every point is a fixed point
+    CheckResult none;
+    none.detail["note"] = "zero gradient scale";
+    return none;
   }
-  const S distance = (w - polar_svd<S>(w)).norm();
-  const S closed_form = (sigma.array() - S(1)).matrix().norm();
-  const S normaliser = sigma.norm() + sqrt(S(c.r));
-  const double factor = double(c.d * c.r);
-  CheckResult r =
-      identity_result(scalar_identity<S>("dist(W*, St) = |sigma - 1|", closed_form, distance, normaliser, factor));
-  keep_worst(r, identity_result(matrix_identity<S>("W* = B / (1 + lambda)", Matrix<S>(b / (S(1) + lambda)), w,
-                                                   normaliser, factor)));
-  r.detail["distance_from_manifold"] = to_double(distance);
-  r.detail["closed_form"] = to_double(closed_form);
-  r.detail["isometry_error"] = to_double(isometry_error(w));
+  const S lambda = S(pow10(c.x)) * scale0;
+  const S unit = S(pow10(-c.x));
+  const auto next_frame = [&](const Matrix<S>& w, const Matrix<S>& g) -> Matrix<S> {
+    if (mutant == DecayFixedPointMutant::kNone) return -g / lambda;
+    return polar_svd<S>(Matrix<S>(w - project_tangent<S>(w, Matrix<S>(g + lambda * w)) / lambda));
+  };
+  int iterations = 0;
+  for (bool settled = false; !settled && iterations < 400; ++iterations) {
+    const auto grad = attention_loss_and_gradient(a.problem, q, k);
+    S step2(0), size2(0);
+    for (int h = 0; h < c.heads; ++h) {
+      const Matrix<S> nq = next_frame(q[h], grad.grad_q[h]), nk = next_frame(k[h], grad.grad_k[h]);
+      step2 += (nq - q[h]).squaredNorm() + (nk - k[h]).squaredNorm();
+      size2 += nq.squaredNorm() + nk.squaredNorm();
+      q[h] = nq;
+      k[h] = nk;
+    }
+    settled = sqrt(step2) <= stop * std::max(S(sqrt(size2)), unit);
+  }
+  const auto grad = attention_loss_and_gradient(a.problem, q, k);
+  S fixed2(0), norm2(0), dist2(0);
+  for (int h = 0; h < c.heads; ++h) {
+    fixed2 += Matrix<S>(q[h] + grad.grad_q[h] / lambda).squaredNorm() +
+              Matrix<S>(k[h] + grad.grad_k[h] / lambda).squaredNorm();
+    norm2 += q[h].squaredNorm() + k[h].squaredNorm();
+    dist2 += Matrix<S>(q[h] - polar_svd<S>(q[h])).squaredNorm() + Matrix<S>(k[h] - polar_svd<S>(k[h])).squaredNorm();
+  }
+  const S fixed = sqrt(fixed2), norm = sqrt(norm2), dist = sqrt(dist2);
+  CheckResult r;
+  r.residual = to_double(fixed);
+  r.normaliser = to_double(unit);
+  r.ratio = to_double(S(fixed / (unit * unit_roundoff<S>() * S(double(c.tokens * c.d)))));
+  const double off_ratio = dist > S(0) ? to_double(S(S(30) * norm / dist)) : INFINITY;
+  r.ratio = std::max(r.ratio, off_ratio);
+  r.detail = {{"iterations", iterations},
+              {"fixed_point_norm", to_double(norm)},
+              {"distance_from_manifold", to_double(dist)},
+              {"distance_from_zero_over_distance_from_manifold", to_double(S(norm / std::max(dist, S(1e-300))))},
+              {"isometry_error", to_double(isometry_error(q[0]))}};
   return r;
 }
 

@@ -1,5 +1,6 @@
 // The claims of §5.3 after Prop. 3 and Remark 5: the displacement bound, the Jensen step it rests on, the
 // corrected bound and its tightness, the first step, and the gradient-proportional regime.
+#include "refutation_proofs.h"
 #include "claim_builder.h"
 #include "claim_groups.h"
 #include "s53_displacement.h"
@@ -15,6 +16,8 @@ Claim s53_jensen_moment_bound() {
       "max over steps and heads of (||m_hat_t|| - sqrt(v_hat_t)) / sqrt(v_hat_t), "
       "positive part; factor d";
   c.expected = Expected::kRefuted;
+  c.proof = {&prove_jensen_moment_bound, &prove_jensen_moment_bound_first_step,
+             "the counterexample stopped after its first step, where ||m_hat_1||^2 = v_hat_1 exactly"};
   c.analysis =
       "m_hat and v_hat average with different weights (beta1 = 0.9 vs beta2 = 0.999), "
       "so Jensen does not apply: a rise of the gradient after small ones gives "
@@ -35,6 +38,8 @@ Claim s53_displacement_bound() {
       "max over steps and heads of (||eta_t||_F - min(eta_R, tau sqrt r)) / "
       "min(eta_R, tau sqrt r), positive part; factor d";
   c.expected = Expected::kRefuted;
+  c.proof = {&prove_displacement_bound, &prove_displacement_bound_first_step,
+             "the counterexample stopped after its first step, where ||eta_1|| <= min(eta, tau sqrt(r))"};
   c.analysis =
       "It rests on the false Jensen step: when eta_R < tau sqrt(r) (warm-up, cosine tail, "
       "or any small rate) the step reaches eta_R C_t > eta_R.";

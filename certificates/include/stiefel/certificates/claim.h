@@ -54,6 +54,26 @@ using FiguresFn = nlohmann::json (*)();
 
 enum class Expected { kCertified, kRefuted };
 
+// A refutation's proof: the violated quantity re-computed on the shrunk counterexample in exact
+// rational or interval arithmetic, so that its sign needs no rounding argument. `established` is
+// "exact" or "interval" when the enclosure excludes every value the claim allows, "numeric" when
+// it does not (the violation then rests on the float64 and 50-digit runs alone).
+struct Proof {
+  std::string established = "numeric";
+  std::string quantity;         // what is enclosed, and the values the claim allows it
+  double lower = 0, upper = 0;  // the enclosure, rounded outward to float64
+  std::string inputs;           // how the counterexample's inputs were made exact
+};
+
+// The proof of a refuted claim, and its non-vacuity control: the same proof run on a near miss of
+// the counterexample where the claim holds (control_description says which), which must not
+// establish anything.
+struct RefutationProof {
+  Proof (*prove)(const Case&) = nullptr;
+  Proof (*control)(const Case&) = nullptr;
+  std::string control_description;
+};
+
 struct Control {
   std::string id;  // the mutant's name in the certificate
   std::string description;
@@ -79,6 +99,7 @@ struct Claim {
   std::vector<Control> controls;
   FiguresFn figures_double = nullptr;  // extra figures (e.g. Table 9), per precision
   FiguresFn figures_mp50 = nullptr;
+  RefutationProof proof;  // set for every claim expected to be refuted
 };
 
 // Every registered claim, in the order of the paper.
