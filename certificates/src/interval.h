@@ -8,11 +8,13 @@
 #include <boost/multiprecision/gmp.hpp>
 #include <boost/multiprecision/mpfr.hpp>
 #include <boost/numeric/interval.hpp>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace stiefel::certificates {
 
-// 120 significant digits (402 bits) per bound.
+// 120 significant digits (400 bits) per bound.
 using IntervalReal =
     boost::multiprecision::number<boost::multiprecision::mpfr_float_backend<120>, boost::multiprecision::et_off>;
 
@@ -55,13 +57,15 @@ struct MpfrOutwardRounding {
   T int_down(const T& a) { return apply(mpfr_floor_wrapper, a, MPFR_RNDD); }
   T int_up(const T& a) { return apply(mpfr_ceil_wrapper, a, MPFR_RNDU); }
   T median(const T& a, const T& b) { return (a + b) / T(2); }
-  // Conversions from the types the proofs use (double, int) are exact at 402 bits.
+  // Conversions from the types the proofs use (integers, double) are exact at 400 bits.
   template <class U>
   T conv_down(const U& v) {
+    static_assert(std::is_integral_v<U> || std::is_same_v<U, double> || std::is_same_v<U, float>);
     return T(v);
   }
   template <class U>
   T conv_up(const U& v) {
+    static_assert(std::is_integral_v<U> || std::is_same_v<U, double> || std::is_same_v<U, float>);
     return T(v);
   }
 
@@ -80,9 +84,20 @@ using Interval = boost::numeric::interval<
 using Rational = boost::multiprecision::mpq_rational;
 // Boost's exact rounding, named in this namespace so that the functions below are found by ADL.
 struct ExactRationalRounding : boost::numeric::interval_lib::rounded_arith_exact<Rational> {};
-using RationalInterval = boost::numeric::interval<
-    Rational, boost::numeric::interval_lib::policies<ExactRationalRounding,
-                                                     boost::numeric::interval_lib::checking_base<Rational>>>;
+// The rationals have no infinity and no NaN, so Boost's default checking would stand for an empty or
+// unbounded result with ordinary numbers ([1, 0], [0, 0]); these throw instead, and the computation
+// falls back to the MPFR intervals.
+struct RationalChecking {
+  [[noreturn]] static Rational pos_inf() { throw std::domain_error("an unbounded rational interval"); }
+  [[noreturn]] static Rational neg_inf() { throw std::domain_error("an unbounded rational interval"); }
+  [[noreturn]] static Rational nan() { throw std::domain_error("an undefined rational interval"); }
+  static bool is_nan(const Rational&) { return false; }
+  [[noreturn]] static Rational empty_lower() { throw std::domain_error("an empty rational interval"); }
+  [[noreturn]] static Rational empty_upper() { throw std::domain_error("an empty rational interval"); }
+  static bool is_empty(const Rational& l, const Rational& u) { return !(l <= u); }
+};
+using RationalInterval =
+    boost::numeric::interval<Rational, boost::numeric::interval_lib::policies<ExactRationalRounding, RationalChecking>>;
 RationalInterval decimal_rational(const std::string& text);  // the decimal's exact value
 RationalInterval sqrt(const RationalInterval& x);
 RationalInterval log10(const RationalInterval& x);
@@ -92,9 +107,9 @@ double lower_double(const RationalInterval& x);
 double upper_double(const RationalInterval& x);
 std::string to_string(const RationalInterval& x);
 
-// The enclosure of a decimal number written in `text` (e.g. "1.1e-5"): its two neighbours at 402 bits.
+// The enclosure of a decimal number written in `text` (e.g. "1.1e-5"): its two neighbours at 400 bits.
 Interval decimal_interval(const std::string& text);
-// The enclosure of the exact value of x (a float64 is exact at 402 bits).
+// The enclosure of the exact value of x (a float64 is exact at 400 bits).
 Interval exact_interval(double x);
 // [a.lower(), b.upper()]: the hull of two enclosures.
 Interval hull_of(const Interval& a, const Interval& b);

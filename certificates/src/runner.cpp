@@ -205,11 +205,12 @@ struct Verdict {
   nlohmann::json counterexample = nullptr;
   std::string behaviour;
   std::string established = "numeric";  // how the verdict is established: exact, interval or numeric
-  bool proof_control_killed = true;     // a refutation proof's near miss established nothing
+  bool proof_control_killed = false;    // a refutation proof's near miss ran and established nothing
 };
 
 nlohmann::json proof_json(const Proof& p) {
   return {{"established", p.established},
+          {"decided", p.decided},
           {"quantity", p.quantity},
           {"enclosure", {finite_or_null(p.lower), finite_or_null(p.upper)}},
           {"inputs", p.inputs}};
@@ -222,7 +223,7 @@ void prove_refutation(const Claim& claim, const Case& minimal, Verdict& v) {
   nlohmann::json entry = proof_json(proof);
   if (claim.proof.control) {
     const Proof control = claim.proof.control(minimal);
-    v.proof_control_killed = control.established == "numeric";
+    v.proof_control_killed = control.decided && control.established == "numeric";
     entry["control"] = proof_json(control);
     entry["control"]["description"] = claim.proof.control_description;
     entry["control"]["status"] = v.proof_control_killed ? "killed" : "survived";

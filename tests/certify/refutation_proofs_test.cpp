@@ -58,6 +58,10 @@ TEST(Interval, RationalsAreExactAndRefuseRoots) {
   EXPECT_EQ(sum.lower(), Rational(189, 100));
   EXPECT_THROW(sqrt(x), std::domain_error);
   EXPECT_THROW(log10(x), std::domain_error);
+  // No empty or unbounded rational interval stands for a number: dividing by a box that holds 0
+  // throws, and the arithmetic proofs fall back to MPFR intervals.
+  EXPECT_THROW(RationalInterval(1) / RationalInterval(Rational(-1), Rational(1)), std::domain_error);
+  EXPECT_THROW(RationalInterval(Rational(2), Rational(1)), std::domain_error);
   EXPECT_THROW(decimal_rational("1.2.3"), std::invalid_argument);
   EXPECT_THROW(decimal_rational("e5"), std::invalid_argument);
   EXPECT_THROW(decimal_rational("1e"), std::invalid_argument);
@@ -82,7 +86,9 @@ void expect_proved(const Proof& p, const std::string& how = "interval") {
   EXPECT_LE(p.lower, p.upper) << p.quantity;
 }
 
+// A control: the computation runs to the end and its enclosure reaches the values the claim allows.
 void expect_not_proved(const Proof& p) {
+  EXPECT_TRUE(p.decided) << p.quantity;
   EXPECT_EQ(p.established, "numeric") << p.quantity;
   EXPECT_LE(p.lower, 0) << p.quantity;
 }
@@ -105,13 +111,24 @@ Case sequence_case(std::uint64_t seed, double corr, double log10_eps, bool eps_z
 TEST(RefutationProofs, JensenMomentBound) {
   const Case c = sequence_case(173, 0.99, -12, false);
   expect_proved(prove_jensen_moment_bound(c));
-  expect_not_proved(prove_jensen_moment_bound_first_step(c));
+  expect_not_proved(prove_jensen_moment_bound_corrected(c));
+}
+
+// A proof the enclosures cannot carry to the end says so: not decided, nothing established. Here
+// the frames are r = 3, where the proofs have no closed-form polar factor.
+TEST(RefutationProofs, AnUndecidedComputationEstablishesNothing) {
+  Case c = sequence_case(173, 0.99, -12, false);
+  c.d = 4;
+  c.r = 3;
+  const Proof p = prove_jensen_moment_bound(c);
+  EXPECT_FALSE(p.decided);
+  EXPECT_EQ(p.established, "numeric");
 }
 
 TEST(RefutationProofs, DisplacementBound) {
   const Case c = sequence_case(25, 1.0, -8, true);
   expect_proved(prove_displacement_bound(c));
-  expect_not_proved(prove_displacement_bound_first_step(c));
+  expect_not_proved(prove_displacement_bound_corrected(c));
 }
 
 TEST(RefutationProofs, DecayAbsorbedLargeStep) {
@@ -130,7 +147,7 @@ TEST(RefutationProofs, NormalDirectionsRescaleLogits) {
   c.tokens = 2;
   c.log10_scale = -1;
   expect_proved(prove_normal_directions_rescale(c));
-  expect_not_proved(prove_normal_directions_rescale_rank_one(c));
+  expect_not_proved(prove_normal_directions_rescale_scalar(c));
 }
 
 // The arithmetic refutations: exact where the formula is rational, by intervals otherwise; each

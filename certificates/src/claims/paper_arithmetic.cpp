@@ -5,6 +5,8 @@
 #include <array>
 #include <boost/math/constants/constants.hpp>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "../interval.h"
@@ -329,9 +331,16 @@ Proof arithmetic_proof_in(const DerivedNumber& n, std::size_t index, const Print
 
 Proof arithmetic_proof(const DerivedNumber& n, std::size_t index, const Printed& printed) {
   try {
-    return arithmetic_proof_in<RationalInterval>(n, index, printed, "exact");
-  } catch (const std::domain_error&) {
-    return arithmetic_proof_in<Interval>(n, index, printed, "interval");
+    try {
+      return arithmetic_proof_in<RationalInterval>(n, index, printed, "exact");
+    } catch (const std::domain_error&) {  // a root, a logarithm, an angle, or an unbounded quotient
+      return arithmetic_proof_in<Interval>(n, index, printed, "interval");
+    }
+  } catch (const std::exception& e) {
+    Proof p;
+    p.quantity = std::string("the formula's range against the printed value (not decided: ") + e.what() + ")";
+    p.decided = false;
+    return p;
   }
 }
 
@@ -353,7 +362,14 @@ Proof prove_paper_arithmetic_reached(const Case& c) {
   Printed reached = n.printed;
   const double unit = 2 * n.printed.half_unit;
   const double value = derived_formula<double>(index, false, centre);
-  reached.value = unit > 0 ? std::round(value / unit) * unit : value;
+  if (unit > 0) {  // rounded to the printed digit in decimal, as the paper would print it
+    const int decimals = std::max(0, int(std::ceil(-std::log10(unit) - 1e-9)));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, std::round(value / unit) * unit);
+    reached.value = std::strtod(buf, nullptr);
+  } else {
+    reached.value = value;
+  }
   return arithmetic_proof(n, index, reached);
 }
 

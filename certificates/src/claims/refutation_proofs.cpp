@@ -161,6 +161,7 @@ Proof guarded_proof(const std::string& quantity, Fn&& fn) {
   } catch (const std::exception& e) {
     Proof p;
     p.quantity = quantity + " (not decided: " + e.what() + ")";
+    p.decided = false;
     return p;
   }
 }
@@ -169,10 +170,33 @@ constexpr const char* kFrameInputs =
     "frames: the exact orthonormal factor (Gram-Schmidt, positive diagonal) of the case's float64 frames; "
     "gradients, rate and eps: the case's float64 values, exactly";
 
+// What a B2 sequence proof encloses, relative so that its size does not depend on the gradients'
+// scale: the paper's bounds (refuted), or the corrected bounds (certified: the controls).
+enum class SequenceQuantity {
+  kJensen,                 // (‖m̂_t‖² − v̂_t) / v̂_t, the claim allows ≤ 0
+  kJensenCorrected,        // (‖m̂_t‖² − C_t² v̂_t) / (C_t² v̂_t)
+  kDisplacement,           // (‖η_t‖² − min(η, τ√r)²) / min(η, τ√r)²
+  kDisplacementCorrected,  // (‖η_t‖² − min(η C_t, τ√r)²) / min(η C_t, τ√r)²
+};
+
+// C_t² of the corrected bound ‖m̂_t‖ ≤ C_t √v̂_t (s53_displacement.h's moment_constant), exactly:
+// (1−β1)² (1−β2ᵗ) / ((1−β1ᵗ)² (1−β2)) · Σ_{k<t} (β1²/β2)ᵏ.
+Interval moment_constant_squared(const Interval& beta1, const Interval& beta2, const Interval& p1, const Interval& p2,
+                                 int t) {
+  const Interval q = beta1 * beta1 / beta2;
+  Interval sum(0), power(1);
+  for (int k = 0; k < t; ++k) {
+    sum += power;
+    power *= q;
+  }
+  const Interval one(1);
+  return boost::numeric::square(one - beta1) * (one - p2) / (boost::numeric::square(one - p1) * (one - beta2)) * sum;
+}
+
 // The B2 run of gradient_sequences.h's run_adam in intervals: the same draws, β1 = 9/10, β2 =
 // 999/1000 and τ = 1/10 exactly, the polar retraction. Returns, over the steps and heads, the
-// greatest enclosure (by its lower bound) of ‖m̂_t‖² − v̂_t (jensen) or ‖η_t‖² − min(η, τ√r)².
-Interval adam_sequence_excess(const Case& c, bool jensen, int* at_step) {
+// greatest enclosure (by its lower bound) of the quantity.
+Interval adam_sequence_excess(const Case& c, SequenceQuantity what, int* at_step) {
   Rng rng(c.seed);
   const Frames<double> w0 = random_frames<double>(rng, {c.d, c.r}, c.heads);
   Frames<double> persistent;
@@ -181,7 +205,6 @@ Interval adam_sequence_excess(const Case& c, bool jensen, int* at_step) {
   const Interval beta1 = Interval(9) / Interval(10), beta2 = Interval(999) / Interval(1000);
   const Interval lr = exact_interval(pow10(c.log10_lr)), eps = exact_interval(eps_of<double>(c));
   const Interval cap = Interval(1) / Interval(10) * sqrt(Interval(c.r));
-  const Interval bound = boost::numeric::min(lr, cap);
   std::vector<IMatrix> m(std::size_t(c.heads), IMatrix(c.d, c.r));
   std::vector<Interval> v(std::size_t(c.heads), Interval(0));
   Interval p1(1), p2(1), best(0);
@@ -191,6 +214,7 @@ Interval adam_sequence_excess(const Case& c, bool jensen, int* at_step) {
     p1 *= beta1;
     p2 *= beta2;
     const Interval b1 = Interval(1) - p1, b2 = Interval(1) - p2;
+    const Interval ct2 = moment_constant_squared(beta1, beta2, p1, p2, t + 1);
     for (std::size_t h = 0; h < w.size(); ++h) {
       const IMatrix xi = project_tangent(w[h], exact(g[h]));
       m[h] = beta1 * project_tangent(w[h], m[h]) + (Interval(1) - beta1) * xi;
@@ -207,7 +231,15 @@ Interval adam_sequence_excess(const Case& c, bool jensen, int* at_step) {
       IMatrix eta = (-lr) * project_tangent(w[h], q);
       const Interval step = norm(eta);
       if (greater(step, cap, "whether the cap binds")) eta = (cap / step) * eta;
-      const Interval excess = jensen ? squared_norm(m_hat) - v_hat : squared_norm(eta) - boost::numeric::square(bound);
+      Interval excess;
+      if (what == SequenceQuantity::kJensen || what == SequenceQuantity::kJensenCorrected) {
+        if (!(v_hat.lower() > 0)) continue;  // no gradient yet: nothing to compare
+        const Interval allowed = what == SequenceQuantity::kJensen ? v_hat : ct2 * v_hat;
+        excess = (squared_norm(m_hat) - allowed) / allowed;
+      } else {
+        const Interval bound = boost::numeric::min(what == SequenceQuantity::kDisplacement ? lr : lr * sqrt(ct2), cap);
+        excess = (squared_norm(eta) - boost::numeric::square(bound)) / boost::numeric::square(bound);
+      }
       if (first || excess.lower() > best.lower()) {
         best = excess;
         *at_step = t + 1;
@@ -217,22 +249,32 @@ Interval adam_sequence_excess(const Case& c, bool jensen, int* at_step) {
       m[h] = project_tangent(w[h], m[h]);
     }
   }
+  if (first) throw Undecided("no step with a gradient");
   return best;
 }
 
-Proof adam_sequence_proof(Case c, bool jensen) {
-  const std::string quantity = jensen ? "||m_hat_t||^2 - v_hat_t (the claim allows <= 0)"
-                                      : "||eta_t||^2 - min(eta, tau sqrt(r))^2 (the claim allows <= 0)";
-  return guarded_proof(quantity, [&] {
-    int at = 0;
-    const Interval excess = adam_sequence_excess(c, jensen, &at);
-    return violation(excess, quantity + ", at step " + std::to_string(at), kFrameInputs);
-  });
+const char* sequence_quantity_text(SequenceQuantity what) {
+  switch (what) {
+    case SequenceQuantity::kJensen:
+      return "(||m_hat_t||^2 - v_hat_t) / v_hat_t (the claim allows <= 0)";
+    case SequenceQuantity::kJensenCorrected:
+      return "(||m_hat_t||^2 - C_t^2 v_hat_t) / (C_t^2 v_hat_t), the corrected bound (allows <= 0)";
+    case SequenceQuantity::kDisplacement:
+      return "(||eta_t||^2 - min(eta, tau sqrt(r))^2) / min(eta, tau sqrt(r))^2 (the claim allows <= 0)";
+    case SequenceQuantity::kDisplacementCorrected:
+      return "(||eta_t||^2 - min(eta C_t, tau sqrt(r))^2) / min(eta C_t, tau sqrt(r))^2, the corrected bound "
+             "(allows <= 0)";
+  }
+  return "?";
 }
 
-Case first_step_only(Case c) {
-  c.steps = 1;
-  return c;
+Proof adam_sequence_proof(const Case& c, SequenceQuantity what) {
+  const std::string quantity = sequence_quantity_text(what);
+  return guarded_proof(quantity, [&] {
+    int at = 0;
+    const Interval excess = adam_sequence_excess(c, what, &at);
+    return violation(excess, quantity + ", greatest at step " + std::to_string(at), kFrameInputs);
+  });
 }
 
 Proof decay_absorbed_proof(const Case& c) {
@@ -253,14 +295,17 @@ Proof decay_absorbed_proof(const Case& c) {
   });
 }
 
-Proof normal_rescale_proof(const Case& c) {
+Proof normal_rescale_proof(const Case& c, bool scalar) {
   const std::string quantity =
       "||dL - alpha* L||_F, dL = X W_Q S W_K^T X^T, L = X W_Q W_K^T X^T, alpha* = <dL, L> / <L, L> "
       "(the claim allows 0: dL a multiple of L)";
   return guarded_proof(quantity, [&] {
     const AttentionCase<double> a = make_attention_case<double>(c);
     Rng rng(c.seed ^ 0x5d6e0f1a2b3c4d5eULL);  // normal_rescale_check's draw of S
-    const IMatrix s = exact(random_symmetric<double>(rng, c.r));
+    const Matrix<double> s_double =
+        scalar ? Matrix<double>(Matrix<double>::Identity(c.r, c.r) * (0.5 + 1.5 * rng.uniform()))
+               : Matrix<double>(random_symmetric<double>(rng, c.r));
+    const IMatrix s = exact(s_double);
     const IMatrix wq = orthonormal_factor(exact(a.wq[0])), wk = orthonormal_factor(exact(a.wk[0]));
     const IMatrix x = exact(a.problem.x);
     const IMatrix logits = x * wq * transpose(wk) * transpose(x);
@@ -276,10 +321,14 @@ Proof normal_rescale_proof(const Case& c) {
 
 }  // namespace
 
-Proof prove_jensen_moment_bound(const Case& c) { return adam_sequence_proof(c, true); }
-Proof prove_jensen_moment_bound_first_step(const Case& c) { return adam_sequence_proof(first_step_only(c), true); }
-Proof prove_displacement_bound(const Case& c) { return adam_sequence_proof(c, false); }
-Proof prove_displacement_bound_first_step(const Case& c) { return adam_sequence_proof(first_step_only(c), false); }
+Proof prove_jensen_moment_bound(const Case& c) { return adam_sequence_proof(c, SequenceQuantity::kJensen); }
+Proof prove_jensen_moment_bound_corrected(const Case& c) {
+  return adam_sequence_proof(c, SequenceQuantity::kJensenCorrected);
+}
+Proof prove_displacement_bound(const Case& c) { return adam_sequence_proof(c, SequenceQuantity::kDisplacement); }
+Proof prove_displacement_bound_corrected(const Case& c) {
+  return adam_sequence_proof(c, SequenceQuantity::kDisplacementCorrected);
+}
 
 Proof prove_decay_absorbed_large_step(const Case& c) { return decay_absorbed_proof(c); }
 Proof prove_decay_absorbed_below_one(const Case& c) {
@@ -288,11 +337,7 @@ Proof prove_decay_absorbed_below_one(const Case& c) {
   return decay_absorbed_proof(below);
 }
 
-Proof prove_normal_directions_rescale(const Case& c) { return normal_rescale_proof(c); }
-Proof prove_normal_directions_rescale_rank_one(const Case& c) {
-  Case rank_one = c;
-  rank_one.r = 1;
-  return normal_rescale_proof(rank_one);
-}
+Proof prove_normal_directions_rescale(const Case& c) { return normal_rescale_proof(c, false); }
+Proof prove_normal_directions_rescale_scalar(const Case& c) { return normal_rescale_proof(c, true); }
 
 }  // namespace stiefel::certificates

@@ -16,8 +16,8 @@ Claim s53_jensen_moment_bound() {
       "max over steps and heads of (||m_hat_t|| - sqrt(v_hat_t)) / sqrt(v_hat_t), "
       "positive part; factor d";
   c.expected = Expected::kRefuted;
-  c.proof = {&prove_jensen_moment_bound, &prove_jensen_moment_bound_first_step,
-             "the counterexample stopped after its first step, where ||m_hat_1||^2 = v_hat_1 exactly"};
+  c.proof = {&prove_jensen_moment_bound, &prove_jensen_moment_bound_corrected,
+             "the corrected bound ||m_hat_t||^2 <= C_t^2 v_hat_t over the counterexample's whole trajectory"};
   c.analysis =
       "m_hat and v_hat average with different weights (beta1 = 0.9 vs beta2 = 0.999), "
       "so Jensen does not apply: a rise of the gradient after small ones gives "
@@ -38,8 +38,8 @@ Claim s53_displacement_bound() {
       "max over steps and heads of (||eta_t||_F - min(eta_R, tau sqrt r)) / "
       "min(eta_R, tau sqrt r), positive part; factor d";
   c.expected = Expected::kRefuted;
-  c.proof = {&prove_displacement_bound, &prove_displacement_bound_first_step,
-             "the counterexample stopped after its first step, where ||eta_1|| <= min(eta, tau sqrt(r))"};
+  c.proof = {&prove_displacement_bound, &prove_displacement_bound_corrected,
+             "the corrected bound ||eta_t|| <= min(eta C_t, tau sqrt(r)) over the counterexample's whole trajectory"};
   c.analysis =
       "It rests on the false Jensen step: when eta_R < tau sqrt(r) (warm-up, cosine tail, "
       "or any small rate) the step reaches eta_R C_t > eta_R.";

@@ -21,8 +21,8 @@ Claim normal_rescale() {
                        "logits: moving W_Q to W_Q (I + t S) multiplies X W_Q W_K^T X^T by a scalar.");
   c.generator = std::string(kGenerator) + ", S a random symmetric matrix";
   c.residual = kResidual;
-  c.proof = {&prove_normal_directions_rescale, &prove_normal_directions_rescale_rank_one,
-             "the counterexample at r = 1, where every symmetric S is a scalar and rescales the logits"};
+  c.proof = {&prove_normal_directions_rescale, &prove_normal_directions_rescale_scalar,
+             "the counterexample with S = c I, the normal direction that does rescale the logits"};
   c.expected = Expected::kRefuted;
   c.analysis =
       "The logits become X W_Q (I + t S) W_K^T X^T: a rescaling only when S = c I_r. For r >= 2 a "

@@ -63,11 +63,12 @@ struct Proof {
   std::string quantity;         // what is enclosed, and the values the claim allows it
   double lower = 0, upper = 0;  // the enclosure, rounded outward to float64
   std::string inputs;           // how the counterexample's inputs were made exact
+  bool decided = true;          // false: the computation stopped (an undecidable comparison, an error)
 };
 
-// The proof of a refuted claim, and its non-vacuity control: the same proof run on a near miss of
-// the counterexample where the claim holds (control_description says which), which must not
-// establish anything.
+// The proof of a refuted claim, and its non-vacuity control: the same computation run on a near miss
+// of the counterexample where the claim (or its corrected form) holds (control_description says
+// which), which must run to the end and establish nothing.
 struct RefutationProof {
   Proof (*prove)(const Case&) = nullptr;
   Proof (*control)(const Case&) = nullptr;
