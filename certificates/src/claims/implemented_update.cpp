@@ -44,7 +44,13 @@ Claim update_step_tangent_every_rule() {
       "the worst over rules, steps and heads of four ratios: ||sym(W^T eta)|| (||W^T eta|| for "
       "the Grassmann rules) over the step's unprojected scale ||eta q|| min(1, tau sqrt(r) / "
       "||Pi(eta q)||); the moment's normal part at W_(t+1) over ||m||; max|W^T W - I|; and "
-      "| ||eta_h|| - min(||Pi(eta q)||, tau sqrt(r)) | over the step's scale; factor d*r";
+      "| ||eta_h|| - min(||Pi(eta q)||, tau sqrt(r)) | over the step's scale (times 1 + kappa, below); and every stage "
+      "recomputed "
+      "from first principles inside the check, with no core/ function (the tangent map, the beta blending of m "
+      "and v per moment kind, the bias corrections as (1 - beta) sum beta^k, the quotient, the re-projection, "
+      "the cap): ||m - m_hand|| over ||g|| + ||m_prev||, ||v - v_hand|| over its scale, and ||eta - eta_hand|| "
+      "over the step's scale times the conditioning 1 + kappa of core's 1 - beta^t (kappa = beta^t / (1 - "
+      "beta^t), both betas); factor d*r";
   c.analysis =
       "Every step re-projects, the polar factor is on St(d,r) to rounding, and the cap "
       "rescales each head separately; exact up to rounding." +
