@@ -18,6 +18,13 @@ IntervalReal decimal_bound(const std::string& text, mpfr_rnd_t rnd) {
   return out;
 }
 
+// "[lo, hi]" with both bounds to 17 significant digits.
+std::string enclosure_text(double lower, double upper) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "[%.17g, %.17g]", lower, upper);
+  return buf;
+}
+
 }  // namespace
 
 Interval decimal_interval(const std::string& text) {
@@ -46,11 +53,7 @@ Interval pi_interval() {
 double lower_double(const Interval& x) { return mpfr_get_d(x.lower().backend().data(), MPFR_RNDD); }
 double upper_double(const Interval& x) { return mpfr_get_d(x.upper().backend().data(), MPFR_RNDU); }
 
-std::string to_string(const Interval& x) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "[%.17g, %.17g]", lower_double(x), upper_double(x));
-  return buf;
-}
+std::string to_string(const Interval& x) { return enclosure_text(lower_double(x), upper_double(x)); }
 
 RationalInterval decimal_rational(const std::string& text) {
   // [sign] digits [. digits] [e|E [sign] digits]
@@ -119,10 +122,6 @@ RationalInterval asin(const RationalInterval&) { not_rational("an arcsine"); }
 double lower_double(const RationalInterval& x) { return rational_to_double(x.lower(), MPFR_RNDD); }
 double upper_double(const RationalInterval& x) { return rational_to_double(x.upper(), MPFR_RNDU); }
 
-std::string to_string(const RationalInterval& x) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "[%.17g, %.17g]", lower_double(x), upper_double(x));
-  return buf;
-}
+std::string to_string(const RationalInterval& x) { return enclosure_text(lower_double(x), upper_double(x)); }
 
 }  // namespace stiefel::certificates

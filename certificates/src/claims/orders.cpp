@@ -27,6 +27,35 @@ Claim s2_retraction_second_order() {
   return c;
 }
 
+Claim s32_transport_second_order() {
+  Claim c = make_claim("s32-transport-second-order",
+                       "§3.2 (\"re-projected ... which approximates parallel transport\")", "order",
+                       "Re-projecting the first moment at the new point approximates parallel transport: "
+                       "along the polar retraction curve, ||Gamma_t(m) - Pi_{R_W(t xi)}(m)|| = O(t^2), "
+                       "with leading term (t^2/2) DPi_W[xi](DPi_W[xi] m).");
+  c.generator =
+      "d in [2,10] ((d,r) != (1,1)), r in [1,d], unit tangent xi and unit tangent moment m at W, "
+      "t = 1e-1 / 2^k, k = 0..8; Gamma_t the Levi-Civita transport of the embedded metric along "
+      "polar(W + s xi), s in [0, t], integrated by RK4 (8 steps, error O(t^5)) along the curve in closed form";
+  c.residual =
+      "least-squares log-log slopes against t of the gap ||Gamma_t(m) - Pi(m)|| (order 2) and of the "
+      "gap less its predicted leading term (order 3), over every t above the rounding floor 1e4 u d";
+  c.factor =
+      "ratio = the worse of max(0, 2 - gap slope) and max(0, 3 - remainder slope); pass at <= 0.3; "
+      "a control is killed at >= 0.6";
+  c.tolerance = 0.3;
+  c.control_margin = 2;
+  c.analysis =
+      "Parallel transport solves v' = DPi_c[c'] v; the projected vector Pi_c(t) m has the same first "
+      "derivative DPi_W[xi] m, so the two differ first at second order, by DPi_W[xi] applied twice.";
+  c.generator_fn = [] { return gen::frame({.max_d = 10, .not_one_by_one = true}); };
+  c.cost = 4;
+  set_check(c, &check_transport_order<double>, &check_transport_order<mp50>,
+            {{TransportMutant::kStaleMoment, "stale-moment",
+              "the moment left at the old point, not re-projected (first order)"}});
+  return c;
+}
+
 Claim attention_gradient_taylor() {
   Claim c = make_claim("attention-gradient-taylor", "§5.1, Table 8 (the gradient behind claims 1-2)", "order",
                        "The analytic attention gradient is the derivative of the loss: the Taylor "
@@ -86,7 +115,7 @@ Claim s2_exponential() {
 }  // namespace
 
 std::vector<Claim> orders_claims() {
-  return {s2_retraction_second_order(), attention_gradient_taylor(), s2_exponential()};
+  return {s2_retraction_second_order(), s32_transport_second_order(), attention_gradient_taylor(), s2_exponential()};
 }
 
 }  // namespace stiefel::certificates
