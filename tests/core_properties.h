@@ -138,9 +138,10 @@ void prop_attention_gradient_taylor(properties::ShapeCase c) {
     hs.push_back(step);
     es.push_back(to_double(S(abs(loss - base.loss - S(step) * directional))));
   }
+  // Only a lower bound: a remainder a h² + b h³ whose a is small against b h has a fitted slope
+  // above 2 and is still second order; a wrong gradient leaves a first-order term (slope 1).
   const double slope = properties::log_log_slope(hs, es);
   RC_ASSERT(slope >= 1.8);
-  RC_ASSERT(slope <= 2.2);
 }
 
 // The fixed inputs of the first-step checks: W, G, ξ = Π_W G by hand, and the stream they came from.

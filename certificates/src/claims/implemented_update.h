@@ -634,11 +634,12 @@ CheckResult check_paper_isometry_float32(const Case&, PaperIsometryMutant mutant
   return paper_isometry_float32(mutant);
 }
 
-#define STIEFEL_IMPLEMENTED_UPDATE_CHECKS(X)                               \
-  X(frozen_fixes_frame, FrozenMutant)                                      \
-  X(update_invariants, UpdateMutant)                                       \
-  X(update_long_run, LongRunMutant) X(block_heads_orthogonal, BlockMutant) \
-      X(becigneul_ganea_moment, FactorMomentMutant) X(paper_isometry_float32, PaperIsometryMutant)
+// clang-format off
+#define STIEFEL_IMPLEMENTED_UPDATE_CHECKS(X)                                                    \
+  X(frozen_fixes_frame, FrozenMutant) X(update_invariants, UpdateMutant)                        \
+  X(update_long_run, LongRunMutant) X(block_heads_orthogonal, BlockMutant)                      \
+  X(becigneul_ganea_moment, FactorMomentMutant) X(paper_isometry_float32, PaperIsometryMutant)
+// clang-format on
 #define STIEFEL_IMPLEMENTED_UPDATE_FIGURES(F) F(long_run)
 STIEFEL_IMPLEMENTED_UPDATE_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_IMPLEMENTED_UPDATE_FIGURES(STIEFEL_EXTERN_FIGURES)
