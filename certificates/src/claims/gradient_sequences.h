@@ -2,6 +2,8 @@
 // H gradients d×r, √corr·D_h + √(1−corr)·N_t, under one of seven magnitude profiles (Case::profile).
 #pragma once
 
+#include <type_traits>
+
 #include "check_support.h"
 
 namespace stiefel::certificates {
@@ -49,7 +51,8 @@ RiemannianAdamHyper<S> sequence_hyper(const Case& c) {
 }
 
 // Runs a Riemannian Adam over the case's gradient sequence (gradients × extra), calling
-// observe(t, frames, direction) after each direction and before the retraction.
+// observe(t, frames, direction) after each direction and before the retraction (with the step's
+// gradients as a fourth argument where observe takes one).
 template <class S, class Observe>
 Frames<S> run_adam(const Case& c, const RiemannianAdamHyper<S>& hyper, double extra, Observe&& observe) {
   Rng rng(c.seed);
@@ -60,7 +63,11 @@ Frames<S> run_adam(const Case& c, const RiemannianAdamHyper<S>& hyper, double ex
   for (int t = 0; t < c.steps; ++t) {
     const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, extra);
     auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
-    observe(t, w, dir);
+    if constexpr (std::is_invocable_v<Observe, int, const Frames<S>&, const RiemannianAdamDirection<S>&,
+                                      const Frames<S>&>)
+      observe(t, w, dir, g);
+    else
+      observe(t, w, dir);
     auto next = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
     w = std::move(next.frames);
     state = std::move(next.state);

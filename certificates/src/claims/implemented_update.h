@@ -512,16 +512,8 @@ CheckResult check_becigneul_ganea_moment(const Case& c, FactorMomentMutant mutan
   std::vector<S> factor_v(std::size_t(c.heads), S(0)), tested_v(std::size_t(c.heads), S(0));
   S whole(0);
   CheckResult out;
-  // The B2 run of run_adam, with the gradients kept, so that B-G's v is built from G_h and W_h alone.
-  Rng rng(c.seed);
-  Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
-  Frames<S> persistent;
-  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<S>(rng, c.d, c.r));
-  auto state = make_riemannian_adam_state<S>(w, hyper.moment);
   const S b2 = hyper.beta2, one(1);
-  for (int t = 0; t < c.steps; ++t) {
-    const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, 1.0);
-    auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+  run_adam<S>(c, hyper, 1.0, [&](int t, const Frames<S>& w, const RiemannianAdamDirection<S>& dir, const Frames<S>& g) {
     S total(0);
     for (int h = 0; h < c.heads; ++h) {
       const auto k = std::size_t(h);
@@ -545,10 +537,7 @@ CheckResult check_becigneul_ganea_moment(const Case& c, FactorMomentMutant mutan
           {"step", t + 1}, {"frame", h}, {"v_core", to_double(under_test)}, {"v_bg", to_double(factor_v[k])}};
       keep_worst(out, one_frame);
     }
-    auto next = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
-    w = std::move(next.frames);
-    state = std::move(next.state);
-  }
+  });
   return out;
 }
 
