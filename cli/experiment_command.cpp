@@ -48,11 +48,7 @@ int list_experiments(const std::string& definitions) {
 int submit(const runner::Grid& g, Options o) {
   if (!o.shard.empty()) throw std::invalid_argument("--shard: not with --slurm (use --array-tasks N)");
   o.slurm.jobs = o.jobs;
-  // An array task runs a shard (every N-th run), which splits a seed group across tasks.
-  if (o.batch_seeds > 1)
-    throw std::invalid_argument(
-        "--batch-seeds: not with --slurm (an array task runs every N-th run of the grid, "
-        "which splits the seeds of a group across tasks); run the grid locally");
+  o.slurm.batch_seeds = o.batch_seeds;  // an array task takes whole seed groups
   o.slurm.executable = fs::read_symlink("/proc/self/exe").string();
   o.slurm.workdir = fs::current_path().string();
   const auto queued = runner::queued_runs(g, o.slurm);  // runs an earlier submission still has queued
@@ -111,8 +107,9 @@ int run_experiment(const Options& o) {
     std::cerr << "stiefel experiment: no --data; image runs use Fashion-MNIST (the paper uses CIFAR-10)\n";
   if (o.use_slurm) return submit(g, o);
   if (o.dry_run) throw std::invalid_argument("--dry-run: only with --slurm");
+  // A shard takes whole seed groups, so that --batch-seeds trains each group in one process.
   const auto indices =
-      runner::shard_runs(g.runs.size(), o.shard.empty() ? runner::Shard{} : runner::parse_shard(o.shard));
+      runner::shard_of_grid(g, o.shard.empty() ? runner::Shard{} : runner::parse_shard(o.shard), o.batch_seeds);
   runner::pin_grid(g);
   for (const auto& from : o.reuse_from) {
     const auto n = runner::reuse_records(g, from, std::cerr);
@@ -142,7 +139,9 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
                   "batched forward (grokking grids; each a --jobs slot; records as run alone)")
       ->check(kPositive)
       ->capture_default_str();
-  cmd->add_option("--shard", o->shard, "i/N: run every N-th run of the grid, starting at the i-th");
+  cmd->add_option(
+      "--shard", o->shard,
+      "i/N: run every N-th run of the grid (every N-th seed group with --batch-seeds), starting at the i-th");
   cmd->add_option("--device", o->grid.device, "cpu | cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <fstream>
@@ -321,6 +322,79 @@ TEST_F(Runner, SubmissionWritesTheScriptsAndRecordsTheJobIds) {
   // A submissions file that is not one is refused before anything is submitted.
   write(grid.out / "slurm" / "submissions.json", "{\"array_job\": 5}");
   EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
+}
+
+// With --batch-seeds B the grid is cut into its seed groups, from every run whatever its state: a
+// shard and a Slurm array task take whole groups, so a group is never split between processes.
+TEST_F(Runner, WithBatchSeedsShardsAndSlurmTasksTakeWholeSeedGroups) {
+  using stiefel::runner::Shard;
+  const auto units = stiefel::runner::shard_units(grid, 2);
+  ASSERT_EQ(units.size(), 2u);  // two arms, two seeds each
+  for (const auto& u : units) {
+    ASSERT_EQ(u.size(), 2u);
+    EXPECT_EQ(grid.runs[u[0]].arm, grid.runs[u[1]].arm);
+    EXPECT_NE(grid.runs[u[0]].seed, grid.runs[u[1]].seed);
+  }
+  auto sorted = [](std::vector<std::size_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(stiefel::runner::shard_of_grid(grid, Shard{1, 2}, 2), sorted(units[0]));
+  EXPECT_EQ(stiefel::runner::shard_of_grid(grid, Shard{2, 2}, 2), sorted(units[1]));
+  EXPECT_TRUE(stiefel::runner::shard_of_grid(grid, Shard{3, 3}, 2).empty());  // more shards than groups
+  for (std::size_t n = 1; n <= 4; ++n)                                        // B = 1: every N-th run, as before
+    for (std::size_t i = 1; i <= n; ++i)
+      EXPECT_EQ(stiefel::runner::shard_of_grid(grid, Shard{i, n}, 1), stiefel::runner::shard_runs(4, Shard{i, n}));
+  // The cut does not depend on which runs are finished: a shard of a half-done grid is the same.
+  record(units[0][0], "completed", 40);
+  EXPECT_EQ(stiefel::runner::shard_units(grid, 2), units);
+
+  auto o = slurm_options();
+  o.batch_seeds = 2;
+  auto plan = stiefel::runner::plan_slurm(grid, o);
+  EXPECT_EQ(plan.task_count, 2u);  // one task per group
+  EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{0, 1}));
+  EXPECT_NE(plan.array_script.find(" --batch-seeds 2 --shard \"$((SLURM_ARRAY_TASK_ID + 1))/2\""), std::string::npos)
+      << plan.array_script;
+  o.array_tasks = 5;  // never more tasks than groups
+  EXPECT_EQ(stiefel::runner::plan_slurm(grid, o).task_count, 2u);
+  o.array_tasks = 0;
+  // A run of a group queued elsewhere holds the group's task back.
+  plan = stiefel::runner::plan_slurm(grid, o, {{units[1][1], "PENDING"}});
+  EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{0}));
+  EXPECT_EQ(plan.held, (std::vector<std::size_t>{1}));
+  // A group whose runs are all finished is not submitted.
+  record(units[0][1], "completed", 40);
+  EXPECT_EQ(stiefel::runner::plan_slurm(grid, o).tasks, (std::vector<std::size_t>{1}));
+  // Without batching the script passes no --batch-seeds.
+  EXPECT_EQ(stiefel::runner::plan_slurm(grid, slurm_options()).array_script.find("--batch-seeds"), std::string::npos);
+  o.batch_seeds = 0;
+  EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
+}
+
+// submissions.json records each submission's batching, so that a queued task of a batched
+// submission holds every run of its group; an entry without it was submitted one run to a task.
+TEST_F(Runner, AQueuedTaskOfABatchedSubmissionHoldsItsWholeGroup) {
+  auto o = slurm_options();
+  o.sbatch = fake_sbatch(dir, "NEVER").string();
+  o.batch_seeds = 2;
+  const auto plan = stiefel::runner::plan_slurm(grid, o);
+  stiefel::runner::submit_slurm(grid, plan, o);
+  const auto subs = json::parse(read(grid.out / "slurm" / "submissions.json"));
+  ASSERT_EQ(subs.size(), 1u);
+  EXPECT_EQ(subs[0]["batch_seeds"], 2);
+  EXPECT_EQ(subs[0]["task_count"], 2);
+  write(dir / "queue.txt", "101|1|PENDING\n");
+  const auto units = stiefel::runner::shard_units(grid, 2);
+  EXPECT_EQ(stiefel::runner::queued_runs(grid, o),
+            (std::map<std::size_t, std::string>{{units[1][0], "PENDING"}, {units[1][1], "PENDING"}}));
+  // An older entry without batch_seeds: task i runs shard i+1/N of the runs.
+  write(grid.out / "slurm" / "submissions.json", R"([{"array_job": "7", "task_count": 4}])");
+  write(dir / "queue.txt", "7|2|PENDING\n");
+  EXPECT_EQ(stiefel::runner::queued_runs(grid, o), (std::map<std::size_t, std::string>{{2, "PENDING"}}));
+  // A batch_seeds that is not a positive integer is refused, naming the file.
+  write(grid.out / "slurm" / "submissions.json", R"([{"array_job": "7", "task_count": 4, "batch_seeds": 0}])");
+  EXPECT_THROW(stiefel::runner::queued_runs(grid, o), std::invalid_argument);
 }
 
 TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {

@@ -164,6 +164,21 @@ std::vector<std::vector<std::size_t>> seed_batches(const Grid& g, const std::vec
   return groups;
 }
 
+std::vector<std::vector<std::size_t>> shard_units(const Grid& g, int b) {
+  std::vector<std::size_t> all(g.runs.size());
+  for (std::size_t k = 0; k < all.size(); ++k) all[k] = k;
+  return seed_batches(g, all, std::max(1, b));
+}
+
+std::vector<std::size_t> shard_of_grid(const Grid& g, Shard s, int b) {
+  if (b <= 1) return shard_runs(g.runs.size(), s);
+  const auto units = shard_units(g, b);
+  std::vector<std::size_t> k;
+  for (const auto u : shard_runs(units.size(), s)) k.insert(k.end(), units[u].begin(), units[u].end());
+  std::sort(k.begin(), k.end());
+  return k;
+}
+
 int run_local(const Grid& g, const std::vector<std::size_t>& indices, const LocalOptions& o, std::ostream& progress) {
   Tally t;
   t.grid = g.runs.size();

@@ -11,6 +11,7 @@
 #include <stiefel/io/sha256.h>
 
 #include "process.h"
+#include "stiefel/runner/local.h"
 
 namespace stiefel::runner {
 
@@ -79,7 +80,8 @@ std::string escape_percent(const std::string& s) {
 
 fs::path submissions_path(const Grid& g) { return fs::absolute(g.out) / "slurm" / "submissions.json"; }
 
-// OUT/slurm/submissions.json: a list of {"array_job": "ID", "task_count": N, ...}; [] when absent.
+// OUT/slurm/submissions.json: a list of {"array_job": "ID", "task_count": N, "batch_seeds": B, ...};
+// [] when absent. An entry without batch_seeds was submitted one run to a unit (B = 1).
 json read_submissions(const Grid& g) {
   const auto p = submissions_path(g);
   if (!fs::exists(p)) return json::array();
@@ -92,6 +94,8 @@ json read_submissions(const Grid& g) {
     if (!s.is_object() || !s.contains("array_job") || !s["array_job"].is_string() || !s.contains("task_count") ||
         !s["task_count"].is_number_unsigned() || s["task_count"].get<std::size_t>() == 0)
       throw bad("an entry without a string array_job and a positive task_count");
+    if (s.contains("batch_seeds") && (!s["batch_seeds"].is_number_unsigned() || s["batch_seeds"].get<int>() < 1))
+      throw bad("an entry whose batch_seeds is not a positive integer");
   }
   return all;
 }
@@ -115,18 +119,21 @@ std::map<std::size_t, std::string> queued_runs(const Grid& g, const SlurmOptions
   if (c.exit_code != 0)
     throw std::runtime_error(o.squeue() + " failed (exit " + std::to_string(c.exit_code) +
                              "): " + c.err.substr(0, c.err.find('\n')));
-  std::map<std::string, std::size_t> task_counts;
-  for (const auto& s : subs) task_counts[s["array_job"].get<std::string>()] = s["task_count"].get<std::size_t>();
+  // Each submission's cut of the grid: its task count and its seed batching.
+  std::map<std::string, std::pair<std::size_t, int>> cuts;
+  for (const auto& s : subs)
+    cuts[s["array_job"].get<std::string>()] = {s["task_count"].get<std::size_t>(), s.value("batch_seeds", 1)};
   std::istringstream lines(c.out);
   std::string line;
   while (std::getline(lines, line)) {
     const auto a = line.find('|'), b = line.find('|', a == std::string::npos ? a : a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     const auto job = line.substr(0, a), task = line.substr(a + 1, b - a - 1), state = line.substr(b + 1);
-    const auto it = task_counts.find(job);
-    if (it == task_counts.end() || task.empty() || task.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto it = cuts.find(job);
+    if (it == cuts.end() || task.empty() || task.find_first_not_of("0123456789") != std::string::npos) continue;
     if (state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" && state != "REQUEUED") continue;
-    for (const auto k : shard_runs(g.runs.size(), Shard{std::stoul(task) + 1, it->second})) queued[k] = state;
+    const auto [count, batch] = it->second;
+    for (const auto k : shard_of_grid(g, Shard{std::stoul(task) + 1, count}, batch)) queued[k] = state;
   }
   return queued;
 }
@@ -149,16 +156,19 @@ void check_slurm_options(const Grid& g, const SlurmOptions& o) {
   check_sbatch_value("the working folder", o.workdir);
   check_sbatch_value("--out", fs::absolute(g.out).string());
   if (g.runs.empty()) throw std::invalid_argument(g.source + ": the grid has no runs");
+  if (o.batch_seeds < 1)
+    throw std::invalid_argument("--batch-seeds " + std::to_string(o.batch_seeds) + ": must be >= 1");
 }
 
 // The array's tasks: those with an unfinished run are submitted, unless a run of theirs is held
-// elsewhere; sbatch's --array from the submitted ones (with %K when --max-parallel is set).
+// elsewhere; sbatch's --array from the submitted ones (with %K when --max-parallel is set). A task
+// takes whole units (a run, or a seed group with --batch-seeds), one unit per task by default.
 void plan_tasks(SlurmPlan& p, const Grid& g, const SlurmOptions& o, const std::map<std::size_t, std::string>& queued) {
-  const std::size_t n = g.runs.size();
-  p.task_count = o.array_tasks > 0 ? std::min<std::size_t>(std::size_t(o.array_tasks), n) : n;
+  const std::size_t units = shard_units(g, o.batch_seeds).size();
+  p.task_count = o.array_tasks > 0 ? std::min<std::size_t>(std::size_t(o.array_tasks), units) : units;
   for (std::size_t t = 0; t < p.task_count; ++t) {
     bool unfinished = false, held = false;
-    for (const auto k : shard_runs(n, Shard{t + 1, p.task_count})) {
+    for (const auto k : shard_of_grid(g, Shard{t + 1, p.task_count}, o.batch_seeds)) {
       const RunState state = run_status(g, k).state;
       if (is_finished(state) || state == RunState::mismatched) continue;  // a mismatched record is never rerun over
       unfinished = true;
@@ -202,7 +212,10 @@ std::string array_script(const Grid& g, const SlurmOptions& o, const SlurmPlan& 
   if (gpus > 0) a << "#SBATCH --gpus-per-task=" << gpus << "\n";
   a << "#SBATCH --array=" << (p.array_spec.empty() ? "0" : p.array_spec) << "\n"
     << "# " << n << " runs in " << p.task_count << " tasks: task i runs shard i+1/" << p.task_count
-    << (p.task_count == n ? " (run i of the grid)" : "") << ".\n"
+    << (o.batch_seeds > 1
+            ? " (whole seed groups of up to " + std::to_string(o.batch_seeds) + " runs, each trained in one process)"
+            : (p.task_count == n ? " (run i of the grid)" : ""))
+    << ".\n"
     << "# Each task skips finished runs and resumes interrupted ones, as `stiefel experiment` does locally.\n"
     << "set -euo pipefail\n"
     << "exec " << join_quoted(command) << " --shard \"$((SLURM_ARRAY_TASK_ID + 1))/" << p.task_count << "\"\n";
@@ -251,6 +264,7 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
                                    defs,
                                    "--jobs",
                                    std::to_string(o.jobs)};
+  if (o.batch_seeds > 1) task.insert(task.end(), {"--batch-seeds", std::to_string(o.batch_seeds)});
   if (!g.request.data.empty()) task.insert(task.end(), {"--data", g.request.data});
   const std::string head = script_head(g, o, p);
   p.array_script = array_script(g, o, p, head, task);
@@ -309,6 +323,7 @@ Submission submit_slurm(const Grid& g, const SlurmPlan& p, const SlurmOptions& o
                 {"array_job", s.array_job},
                 {"array", p.array_spec},
                 {"task_count", p.task_count},
+                {"batch_seeds", o.batch_seeds},
                 {"runs", g.runs.size()},
                 {"array_script", p.array_path.string()},
                 {"report_script", p.report_path.string()},

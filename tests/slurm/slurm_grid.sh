@@ -31,6 +31,11 @@ record_state() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))
 grep -q -- '--array=0-3%1' "$work/dry-run.txt" || { echo "FAIL: dry run"; cat "$work/dry-run.txt"; exit 1; }
 grep -q -- '--dependency=afterany:ARRAY_JOB_ID' "$work/dry-run.txt" || { echo "FAIL: dry run: no report job"; exit 1; }
 [ ! -e "$out/slurm" ] && [ -z "$(squeue -h)" ] || { echo "FAIL: --dry-run submitted or wrote something"; exit 1; }
+# With --batch-seeds 2 an array task takes a whole seed group: two tasks, each passing the batching on.
+"${exp[@]}" --out "$out" --slurm --batch-seeds 2 --dry-run > "$work/dry-run-batched.txt"
+grep -q -- '--array=0-1$' "$work/dry-run-batched.txt" && grep -q -- '--batch-seeds 2 --shard' "$work/dry-run-batched.txt" ||
+  { echo "FAIL: batched dry run"; cat "$work/dry-run-batched.txt"; exit 1; }
+[ ! -e "$out/slurm" ] || { echo "FAIL: the batched --dry-run wrote something"; exit 1; }
 
 submit() {  # LOG ARGS...: submits, prints "ARRAY REPORT"; on failure shows the log and fails
   local log=$1; shift

@@ -26,6 +26,14 @@ struct LocalOptions {
 // in --seed, at most B to a group (B = 1: one run per group), in the order of their first run.
 std::vector<std::vector<std::size_t>> seed_batches(const Grid& grid, const std::vector<std::size_t>& pending, int b);
 
+// The grid cut into the units that a shard or a Slurm array task takes whole: each run alone when
+// B = 1; with B > 1, the seed groups of seed_batches over every run of the grid whatever its state,
+// so that a group is never split across shards and every shard cuts the grid the same way.
+std::vector<std::vector<std::size_t>> shard_units(const Grid& grid, int b);
+// The indices of the runs (sorted) of the units that shard S takes: units S.index-1, S.index-1+N, ...
+// With B = 1 this is shard_runs(grid.runs.size(), S).
+std::vector<std::size_t> shard_of_grid(const Grid& grid, Shard s, int b);
+
 // Runs the grid's runs with the given indices (a shard, or all). Returns 0 when every run finished
 // (completed or diverged), 1 when some failed (their log paths printed), 130 when interrupted.
 // PROGRESS receives one line per run and the ETA.

@@ -24,6 +24,8 @@ struct SlurmOptions {
   int max_parallel = 0;         // at most K array tasks at once (the array's %K); 0: no limit
   int array_tasks = 0;          // 0: one task per run; N: N tasks, task i runs shard i/N
   int jobs = 1;                 // runs at a time inside one task (its --cpus-per-task)
+  int batch_seeds = 1;          // B > 1: a task takes whole seed groups (shard_units) and trains
+                                // each group in one process (--batch-seeds B)
   std::string executable;       // the absolute path of the `stiefel` to copy and run
   std::string workdir;          // the jobs' working folder (where relative paths resolve)
   std::string sbatch = "sbatch";
@@ -38,7 +40,7 @@ std::map<std::size_t, std::string> queued_runs(const Grid& grid, const SlurmOpti
 
 struct SlurmPlan {
   std::size_t submission = 1;      // S: this is the S-th submission of the folder
-  std::size_t task_count = 0;      // N of --shard i/N
+  std::size_t task_count = 0;      // N of --shard i/N (at most one task per unit of shard_units)
   std::vector<std::size_t> tasks;  // the array indices to submit
   std::vector<std::size_t> held;   // tasks left out: a run of theirs is queued in an earlier
                                    // submission or running now
