@@ -168,6 +168,25 @@ json grid_budget(const ResolvedExperiment& ex) {
     if (!set_somewhere) continue;
     b[k] = values.size() == 1 ? *values.begin() : json(values);
   }
+  // Settings that vary together (Table 3's n with its epochs): the combinations the runs hold,
+  // sorted, when they are fewer than every value of one with every value of the other; without them
+  // the sorted lists of each setting would read as the wrong pairs.
+  std::vector<std::string> varying;
+  std::size_t product = 1;
+  for (const auto& k : budget_keys())
+    if (b.contains(k) && b[k].is_array()) {
+      varying.push_back(k);
+      product *= b[k].size();
+    }
+  if (varying.size() >= 2) {
+    std::set<json> combinations;
+    for (const auto& r : ex.runs) {
+      json c = json::array();
+      for (const auto& k : varying) c.push_back(r.train.contains(k) ? r.train[k] : json("default"));
+      combinations.insert(c);
+    }
+    if (combinations.size() < product) b["combinations"] = {{"settings", varying}, {"values", combinations}};
+  }
   b["seeds"] = ex.seeds.size();
   return b;
 }
@@ -273,11 +292,28 @@ std::string budget_phrase(const json& budget, bool every_setting, const json& re
     return value(v) + " " + (v.is_number() && v.get<double>() == 1 ? one : many);
   };
   std::vector<std::string> parts;
-  if (budget.contains("n")) parts.push_back("n = " + value(budget["n"]));
-  if (budget.contains("epochs")) parts.push_back(count("epochs", "epoch", "epochs"));
+  // Settings that vary together, as pairs: "n = 1000 (500 epochs) / 2000 (250 epochs)".
+  std::set<std::string> paired;
+  if (budget.contains("combinations")) {
+    const auto& keys = budget["combinations"]["settings"];
+    std::string s;
+    for (const auto& c : budget["combinations"]["values"]) {
+      std::string inner;
+      for (std::size_t i = 1; i < keys.size(); ++i) {
+        const auto k = keys[i].get<std::string>();
+        inner += (inner.empty() ? "" : ", ") +
+                 (k == "epochs" ? value(c[i]) + (c[i] == json(1) ? " epoch" : " epochs") : k + " = " + value(c[i]));
+      }
+      s += (s.empty() ? keys[0].get<std::string>() + " = " : " / ") + value(c[0]) + " (" + inner + ")";
+    }
+    parts.push_back(s);
+    for (const auto& k : keys) paired.insert(k.get<std::string>());
+  }
+  if (budget.contains("n") && !paired.count("n")) parts.push_back("n = " + value(budget["n"]));
+  if (budget.contains("epochs") && !paired.count("epochs")) parts.push_back(count("epochs", "epoch", "epochs"));
   if (budget.contains("seeds")) parts.push_back(count("seeds", "seed", "seeds"));
   for (const auto& [k, v] : budget.items()) {
-    if (k == "n" || k == "epochs" || k == "seeds") continue;
+    if (k == "n" || k == "epochs" || k == "seeds" || k == "combinations" || paired.count(k)) continue;
     const bool differs = reference.is_object() && (!reference.contains(k) || reference[k] != v);
     if (every_setting || differs) parts.push_back(k + " = " + value(v));
   }

@@ -542,6 +542,25 @@ TEST(Tables, AtPaperBudgetOnlyWhenEveryTrainSettingButDataAndDeviceMatches) {
   EXPECT_EQ(table_heading(paper), "Selection (n = 100, 5 epochs)");
 }
 
+// Settings that vary together (Table 3: each n with its own epochs) read as pairs, never as two sorted
+// lists that pair the wrong values; a setting that varies alone still lists its values.
+TEST(Tables, ABudgetWhoseSettingsVaryTogetherIsPhrasedAsPairs) {
+  const json together = {
+      {"n", {1000, 2000, 50000}},
+      {"epochs", {10, 250, 500}},
+      {"combinations", {{"settings", {"n", "epochs"}}, {"values", {{1000, 500}, {2000, 250}, {50000, 10}}}}},
+      {"seeds", 3}};
+  EXPECT_EQ(budget_phrase(together), "n = 1000 (500 epochs) / 2000 (250 epochs) / 50000 (10 epochs), 3 seeds");
+  const json alone = {{"n", {1000, 2000}}, {"epochs", 40}, {"seeds", 1}};
+  EXPECT_EQ(budget_phrase(alone), "n = 1000/2000, 40 epochs, 1 seed");
+  const json with_batch = {{"n", {1000, 2000}},
+                           {"batch", {64, 128}},
+                           {"combinations", {{"settings", {"n", "batch"}}, {"values", {{1000, 64}, {2000, 128}}}}},
+                           {"epochs", 1},
+                           {"seeds", 2}};
+  EXPECT_EQ(budget_phrase(with_batch), "n = 1000 (batch = 64) / 2000 (batch = 128), 1 epoch, 2 seeds");
+}
+
 TEST(Tables, TheCurrentDefinitionLabelsResultsOfTheSameGridInAnyOrder) {
   ResultsFolder f("current");
   f.grid(selection_definition(), "paper");

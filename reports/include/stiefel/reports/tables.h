@@ -40,7 +40,8 @@ nlohmann::json analyse_results(const std::string& results_dir, int bootstrap_res
 
 // "n = 5000, 12 epochs, 6 seeds": a budget (analyse_results' "budget" or "paper_budget") in words — n,
 // epochs and seeds always, the other settings too when every_setting, else those that differ from
-// reference (when it is an object). A setting that varies across the grid lists its values, a/b/c.
+// reference (when it is an object). A setting that varies across the grid lists its values, a/b/c;
+// settings that vary together ("combinations") read as pairs, "n = 1000 (500 epochs) / 2000 (250 epochs)".
 std::string budget_phrase(const nlohmann::json& budget, bool every_setting = true,
                           const nlohmann::json& reference = nullptr);
 
