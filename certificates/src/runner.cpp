@@ -359,7 +359,7 @@ nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, 
 ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base_seed) {
   const auto start = std::chrono::steady_clock::now();
   const ClaimSetting s = claim_setting(claim, opt);
-  const int n = claim.randomised ? opt.cases : 1;
+  const int n = !claim.randomised ? 1 : claim.max_cases > 0 ? std::min(opt.cases, claim.max_cases) : opt.cases;
   const auto cases = draw_cases(claim, mix(base_seed ^ fnv1a(claim.id)), n);
   const CaseTally tally = run_cases(s, cases);
   Verdict verdict = judge(s, cases, tally);
@@ -469,6 +469,9 @@ std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, cons
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return selected[a]->cost > selected[b]->cost; });
+  // The id column is as wide as the longest selected id, so that no id runs into the verdict.
+  std::size_t id_width = 0;
+  for (const auto* c : selected) id_width = std::max(id_width, c->id.size());
   auto worker = [&] {
     // MPFR keeps its constant caches per thread; a worker frees its own before it ends.
     struct FreeMpfrCache {
@@ -479,10 +482,11 @@ std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, cons
       runs[i] = run_claim(*selected[i], opt, opt.seed);
       std::lock_guard<std::mutex> lock(log_mutex);
       const auto& e = runs[i].entry;
-      log << std::left << std::setw(38) << selected[i]->id << std::setw(10) << e["expected"].get<std::string>()
-          << std::setw(13) << runs[i].observed << std::setw(5) << e["cases"].get<int>() << " controls "
-          << runs[i].controls_killed << "/" << runs[i].controls << std::right << std::fixed << std::setprecision(1)
-          << std::setw(7) << runs[i].seconds << "s  " << (runs[i].met ? "ok" : "FAILED") << "\n";
+      log << std::left << std::setw(int(id_width + 2)) << selected[i]->id << std::setw(10)
+          << e["expected"].get<std::string>() << std::setw(13) << runs[i].observed << std::setw(5)
+          << e["cases"].get<int>() << " controls " << runs[i].controls_killed << "/" << runs[i].controls << std::right
+          << std::fixed << std::setprecision(1) << std::setw(7) << runs[i].seconds << "s  "
+          << (runs[i].met ? "ok" : "FAILED") << "\n";
       log.unsetf(std::ios::fixed);
       log.flush();
     }

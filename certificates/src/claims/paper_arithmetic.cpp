@@ -27,6 +27,8 @@ enum Number : std::size_t {
   kDisplacement,
   kRandomFraction,
   kProjectorCost,
+  kGrokDefaultP,
+  kGrokPowerP,
   kCount
 };
 
@@ -153,6 +155,33 @@ std::vector<DerivedNumber> build() {
       .near_miss = "rho^2, the loss of a step of fixed rate: 5.8%",
       .inputs = {{0.24, 0.005}},
       .printed = {3, 0.5}};
+  // Five paired seeds: the paired t has 4 degrees of freedom, whose two-sided p has a closed form.
+  const char* t4_analysis =
+      "With 4 degrees of freedom the two-sided p of a t statistic is 1 - (3/2) sqrt(s) + (1/2) s sqrt(s), "
+      "s = t^2 / (t^2 + 4) (the t distribution's CDF in closed form for even degrees of freedom). ";
+  const char* t4_near_miss = "the one-sided p (half the two-sided one)";
+  n[kGrokDefaultP] = {
+      .id = "arith-grok-default-p",
+      .source = "§4.4 and Limitations (grokking, default settings, five seeds)",
+      .statement =
+          "\"the paired difference is not significant (t = -1.6, p = 0.18)\": the two-sided p of the paired t "
+          "over five seeds.",
+      .analysis =
+          std::string(t4_analysis) + "p(1.6) = 0.185 (0.174-0.196 for |t| in [1.55, 1.65]): 0.18 is consistent.",
+      .near_miss = std::string(t4_near_miss) + ": 0.092 (0.087-0.098)",
+      .inputs = {{-1.6, 0.05}, {4, 0}},
+      .printed = {0.18, 0.005}};
+  n[kGrokPowerP] = {
+      .id = "arith-grok-power-p",
+      .source = "§4.4 and Limitations (grokking, the Power et al. stabilisation, five seeds)",
+      .statement =
+          "\"Paired B2 - A2 difference -0.13 (t = -3.8, p = 0.019): significant, but in A2's favor\": the "
+          "two-sided p of the paired t over five seeds.",
+      .analysis =
+          std::string(t4_analysis) + "p(3.8) = 0.0191 (0.0183-0.0199 for |t| in [3.75, 3.85]): 0.019 is consistent.",
+      .near_miss = std::string(t4_near_miss) + ": 0.0096 (0.0092-0.0100)",
+      .inputs = {{-3.8, 0.05}, {4, 0}},
+      .printed = {0.019, 0.0005}};
   return n;
 }
 
@@ -221,6 +250,12 @@ S derived_formula(std::size_t index, bool near_miss, const std::vector<S>& x) {
     }
     case kProjectorCost:
       return S(100) * (near_miss ? x[0] * x[0] : S(1) - sqrt(S(1) - x[0] * x[0]));
+    case kGrokDefaultP:
+    case kGrokPowerP: {  // x = (t, degrees of freedom = 4)
+      const S s = x[0] * x[0] / (x[0] * x[0] + x[1]), root = sqrt(s);
+      const S two_sided = S(1) - S(3) / S(2) * root + s * root / S(2);
+      return near_miss ? two_sided / S(2) : two_sided;
+    }
     default:
       throw std::out_of_range("derived_formula: no derived number " + std::to_string(index));
   }

@@ -10,6 +10,7 @@ namespace stiefel::certificates {
 enum class EquivarianceMutant { kNone, kElementwiseMoment, kAdamW };
 enum class ConverseMutant { kNone, kScalarMoment };
 enum class ConverseFamilyMutant { kNone, kConstantWeights };
+enum class OrderOfWMutant { kNone, kScalarMoment };
 
 template <class S>
 Frames<S> rotate(const Matrix<S>& qt, const Frames<S>& f) {
@@ -18,7 +19,8 @@ Frames<S> rotate(const Matrix<S>& qt, const Frames<S>& f) {
   return out;
 }
 
-enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kPerRow, kMean, kRowWeighted };
+// kAdamW: AdamW with core's default decay 0.05; kAdam: the same with zero decay (Table 9's row).
+enum class Rule { kScalar, kPerColumn, kElementwise, kAdamW, kAdam, kPerRow, kMean, kRowWeighted };
 
 // f(W) = −Σ_h tr(W_hᵀ A W_h N): ∇f = −2 A W N (A symmetric, N diagonal). N = I is the paper's
 // Table 9 problem; N = diag(1, …, r)/r (Brockett's cost) is not constant on O(d) when r = d.
@@ -69,10 +71,11 @@ std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Ve
                                          const S& lr, const S& eps, const Vector<S>& row_weight = {}) {
   if (rule == Rule::kRowWeighted) return run_row_weighted<S>(a, n, std::move(w), steps, lr, eps, row_weight);
   std::vector<Frames<S>> out;
-  if (rule == Rule::kAdamW) {
+  if (rule == Rule::kAdamW || rule == Rule::kAdam) {
     AdamWHyper<S> h;
     h.lr = lr;
     h.eps = eps;
+    if (rule == Rule::kAdam) h.weight_decay = S(0);
     auto st = make_adamw_state<S>(w);
     for (int t = 0; t < steps; ++t) {
       auto next = adamw_step<S>(w, trace_problem_gradient(a, n, w), st, h);
@@ -98,15 +101,24 @@ std::vector<Frames<S>> run_trace_problem(Rule rule, const Matrix<S>& a, const Ve
   return out;
 }
 
-// max over steps and heads of max|W_t^(Q) − QᵀW_t|, and the largest |entry| of the iterates.
+// max over steps and heads of max|W_t^(Q) − QᵀW_t|, and the largest |entry| of the iterates. With
+// `scaled`, the runs start from 10^x W_0 (x = c.x), formed in float64 (the refutation proof's
+// inputs are these float64 values).
 template <class S>
-std::pair<S, S> equivariance_violation(Rule rule, const Case& c, std::uint64_t q_seed, bool brockett = true) {
+std::pair<S, S> equivariance_violation(Rule rule, const Case& c, std::uint64_t q_seed, bool brockett = true,
+                                       bool scaled = false) {
   Rng rng(c.seed);
   const Matrix<S> a = random_symmetric<S>(rng, c.d);
   Vector<S> n = Vector<S>::Ones(c.r);
   if (brockett)
     for (int j = 0; j < c.r; ++j) n(j) = S(j + 1) / S(c.r);
-  const Frames<S> w0 = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Frames<S> w0;
+  if (scaled) {
+    for (const auto& f : random_frames<double>(rng, {c.d, c.r}, c.heads))
+      w0.push_back(Matrix<double>(pow10(c.x) * f).template cast<S>());
+  } else {
+    w0 = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  }
   Rng qrng(q_seed);
   const Matrix<S> q = random_orthogonal<S>(qrng, c.d);
   const Matrix<S> qt = q.transpose();
@@ -181,16 +193,40 @@ CheckResult check_equivariance_converse(const Case& c, ConverseMutant mutant) {
   return violation_result<S>(mutant == ConverseMutant::kScalarMoment ? Rule::kScalar : Rule::kElementwise, c);
 }
 
-// Table 9: the equivariance violation after T = 15 steps for each rule (H = 3, d = 24, r = 6).
-template <class S>
-nlohmann::json figures_table9() {
+// Table 9's setting: d = 24, r = 6, T = 15, eps = 1e-8, rate 0.01 (its Adam row's), H heads.
+inline Case table9_case(int heads, std::uint64_t seed) {
   Case c;
-  c.heads = 3;
+  c.heads = heads;
   c.d = 24;
   c.r = 6;
   c.steps = 15;
-  c.seed = 9;
+  c.seed = seed;
   c.log10_eps = -8;
+  c.log10_lr = -2;
+  return c;
+}
+
+// Table 9's caption read as a law in W: "the baseline's error is of the same order as W itself".
+// Adam (zero decay, Table 9's row) on Table 9's problem from 10^x W_0: ratio = max|W| / violation,
+// the claim allowing <= 10 (the violation at least a tenth of W). Control: the scalar-moment rule,
+// equivariant, whose violation is rounding.
+template <class S>
+CheckResult check_table9_order_of_w(const Case& c, OrderOfWMutant mutant) {
+  const Rule rule = mutant == OrderOfWMutant::kScalarMoment ? Rule::kScalar : Rule::kAdam;
+  const auto [viol, size] = equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL, /*brockett=*/false,
+                                                      /*scaled=*/true);
+  CheckResult r;
+  r.ratio = viol > S(0) ? to_double(S(size / viol)) : INFINITY;
+  r.residual = to_double(viol);
+  r.normaliser = to_double(size);
+  r.detail = {{"scale", pow10(c.x)}, {"violation", to_double(viol)}, {"max_abs_W", to_double(size)}};
+  return r;
+}
+
+// Table 9: the equivariance violation after T = 15 steps for each rule (H = 3, d = 24, r = 6).
+template <class S>
+nlohmann::json figures_table9() {
+  Case c = table9_case(3, 9);
   const std::vector<std::tuple<const char*, Rule, double>> rules = {{"scalar (B2)", Rule::kScalar, 0.05},
                                                                     {"per-column", Rule::kPerColumn, 0.05},
                                                                     {"elementwise (B2m)", Rule::kElementwise, 0.03},
@@ -216,13 +252,41 @@ nlohmann::json figures_table9() {
           {"rows", rows}};
 }
 
+// Table 9's Adam row against the scale of W_0: the violation stays of the order of the displacement
+// (at most (1 + sqrt(d)) eta sum_t B_t, B_t Adam's entrywise step bound) while max|W| grows with s.
+template <class S>
+nlohmann::json figures_table9_growth() {
+  Case c = table9_case(1, 9);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const double x : {0.0, 1.0, 3.0, 6.0}) {
+    c.x = x;
+    const auto [v, size] = equivariance_violation<S>(Rule::kAdam, c, c.seed ^ 0x5bd1e995ULL, false, true);
+    rows.push_back({{"scale", pow10(x)},
+                    {"violation", to_double(v)},
+                    {"max_abs_entry_of_W", to_double(size)},
+                    {"violation_over_W", to_double(S(v / size))}});
+  }
+  // Adam's step is bounded entrywise by eta B_t, B_t = (1 - b1)/(1 - b1^t) sqrt((1 - b2^t)/(1 - b2))
+  // sum_{k<t} (b1/sqrt(b2))^k; each run moves an entry by at most eta sum B_t, and Q^T mixes d rows.
+  const double b1 = 0.9, b2 = 0.999;
+  double sum = 0;
+  for (int t = 1; t <= c.steps; ++t) {
+    double geo = 0;
+    for (int k = 0; k < t; ++k) geo += std::pow(b1 / std::sqrt(b2), k);
+    sum += (1 - b1) / (1 - std::pow(b1, t)) * std::sqrt((1 - std::pow(b2, t)) / (1 - b2)) * geo;
+  }
+  return {{"setting", "Table 9's problem, Adam (zero decay), one head, from s W_0; one Haar rotation"},
+          {"violation_bound_any_W", (1 + std::sqrt(double(c.d))) * pow10(c.log10_lr) * sum},
+          {"rows", rows}};
+}
+
 // clang-format off
 #define STIEFEL_PROP7_CHECKS(X)                                                                      \
   X(equivariance_scalar, EquivarianceMutant) X(equivariance_per_column, EquivarianceMutant)          \
   X(equivariance_mean, EquivarianceMutant) X(equivariance_converse, ConverseMutant)                  \
-  X(equivariance_family, ConverseFamilyMutant)
+  X(equivariance_family, ConverseFamilyMutant) X(table9_order_of_w, OrderOfWMutant)
 // clang-format on
-#define STIEFEL_PROP7_FIGURES(F) F(table9)
+#define STIEFEL_PROP7_FIGURES(F) F(table9) F(table9_growth)
 STIEFEL_PROP7_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_PROP7_FIGURES(STIEFEL_EXTERN_FIGURES)
 

@@ -5,6 +5,7 @@
 #include "../interval.h"
 #include "attention_case.h"
 #include "gradient_sequences.h"
+#include "prop7_equivariance.h"
 
 namespace stiefel::certificates {
 
@@ -319,7 +320,81 @@ Proof normal_rescale_proof(const Case& c, bool scalar) {
   });
 }
 
+// Adam (zero decay) on f(W) = -tr(W^T A W) in exact arithmetic, enclosed: adamw_step's recursion
+// with beta1 = 9/10, beta2 = 999/1000, every iterate returned.
+std::vector<IMatrix> adam_trace_run(const IMatrix& a, IMatrix w, int steps, const Interval& lr, const Interval& eps) {
+  const Interval beta1 = Interval(9) / Interval(10), beta2 = Interval(999) / Interval(1000);
+  IMatrix m(w.rows, w.cols), v(w.rows, w.cols);
+  Interval p1(1), p2(1);
+  std::vector<IMatrix> out;
+  for (int t = 0; t < steps; ++t) {
+    const IMatrix g = Interval(-2) * (a * w);
+    p1 *= beta1;
+    p2 *= beta2;
+    const Interval b1 = Interval(1) - p1, b2 = Interval(1) - p2;
+    for (std::size_t k = 0; k < w.a.size(); ++k) {
+      m.a[k] = beta1 * m.a[k] + (Interval(1) - beta1) * g.a[k];
+      v.a[k] = beta2 * v.a[k] + (Interval(1) - beta2) * boost::numeric::square(g.a[k]);
+      w.a[k] -= lr * (m.a[k] / b1) / (sqrt(v.a[k] / b2) + eps);
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+// The greatest |entry| over matrices, enclosed: [max of the lower bounds, max of the upper bounds].
+Interval max_abs(const std::vector<IMatrix>& ms) {
+  IntervalReal lo = 0, hi = 0;
+  for (const auto& m : ms)
+    for (const auto& v : m.a) {
+      const Interval x = boost::numeric::abs(v);
+      lo = std::max(lo, x.lower());
+      hi = std::max(hi, x.upper());
+    }
+  return Interval(lo, hi);
+}
+
+// max|W| / violation - 10 for Table 9's Adam row from 10^x W_0 (check_table9_order_of_w's draws):
+// the claim allows <= 0. Both runs enclosed step by step; the rotated one starts from Q^T W_0 and
+// Q^T A Q formed in intervals, with Q the exact orthonormal factor of the Gaussian draw that
+// random_orthogonal factors in float64.
+Proof table9_order_of_w_proof(const Case& c) {
+  const std::string quantity = "max|W| / violation - 10 for Adam (zero decay) on Table 9's problem from s W_0, s = " +
+                               std::to_string(pow10(c.x)) + " (the claim allows <= 0)";
+  return guarded_proof(quantity, [&] {
+    Rng rng(c.seed);
+    const IMatrix a = sym(exact(gaussian_matrix<double>(rng, c.d, c.d)));
+    const Frames<double> w0 = random_frames<double>(rng, {c.d, c.r}, c.heads);
+    Rng qrng(c.seed ^ 0x5bd1e995ULL);
+    const IMatrix q = orthonormal_factor(exact(gaussian_matrix<double>(qrng, c.d, c.d)));
+    const IMatrix qt = transpose(q);
+    const Interval lr = exact_interval(pow10(c.log10_lr)), eps = exact_interval(eps_of<double>(c));
+    std::vector<IMatrix> plain_all, differences;
+    for (const auto& f : w0) {
+      const IMatrix w = exact(Matrix<double>(pow10(c.x) * f));
+      const auto plain = adam_trace_run(a, w, c.steps, lr, eps);
+      const auto rotated = adam_trace_run(qt * a * q, qt * w, c.steps, lr, eps);
+      for (int t = 0; t < c.steps; ++t) differences.push_back(rotated[std::size_t(t)] - qt * plain[std::size_t(t)]);
+      plain_all.insert(plain_all.end(), plain.begin(), plain.end());
+    }
+    const Interval viol = max_abs(differences), size = max_abs(plain_all);
+    if (!(viol.lower() > 0)) throw Undecided("whether the violation vanishes");
+    return violation(size / viol - Interval(10),
+                     quantity + ": violation " + to_string(viol) + ", max|W| " + to_string(size),
+                     "A: sym of the case's float64 Gaussian draw, exactly; Q: the exact orthonormal factor of its "
+                     "float64 Gaussian draw; W_0: the float64 value of s times the case's float64 frame, exactly; "
+                     "rate and eps: their float64 values, exactly");
+  });
+}
+
 }  // namespace
+
+Proof prove_table9_order_of_w(const Case& c) { return table9_order_of_w_proof(c); }
+Proof prove_table9_order_of_w_at_table9_scale(const Case& c) {
+  Case at_one = c;
+  at_one.x = 0;
+  return table9_order_of_w_proof(at_one);
+}
 
 Proof prove_jensen_moment_bound(const Case& c) { return adam_sequence_proof(c, SequenceQuantity::kJensen); }
 Proof prove_jensen_moment_bound_corrected(const Case& c) {

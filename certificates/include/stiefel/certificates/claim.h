@@ -94,6 +94,7 @@ struct Claim {
   Expected expected = Expected::kCertified;
   std::string analysis;    // one line: why we expect what we expect
   bool randomised = true;  // false: one deterministic case
+  int max_cases = 0;       // > 0: at most this many cases (a claim with one free parameter)
   int cost = 1;            // relative run time: the runner starts the costly claims first
   rc::Gen<Case> (*generator_fn)() = nullptr;
   Check check;
