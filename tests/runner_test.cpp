@@ -345,9 +345,22 @@ TEST_F(Runner, WithBatchSeedsShardsAndSlurmTasksTakeWholeSeedGroups) {
   for (std::size_t n = 1; n <= 4; ++n)                                        // B = 1: every N-th run, as before
     for (std::size_t i = 1; i <= n; ++i)
       EXPECT_EQ(stiefel::runner::shard_of_grid(grid, Shard{i, n}, 1), stiefel::runner::shard_runs(4, Shard{i, n}));
-  // The cut does not depend on which runs are finished: a shard of a half-done grid is the same.
-  record(units[0][0], "completed", 40);
-  EXPECT_EQ(stiefel::runner::shard_units(grid, 2), units);
+  // Six seeds in groups of four: each arm's seeds make a group of four and one of two, and the four
+  // shards together take every run once.
+  auto request = grid.request;
+  request.profile = "cpu";
+  const auto six = stiefel::runner::load_grid(request);
+  const auto six_units = stiefel::runner::shard_units(six, 4);
+  ASSERT_EQ(six_units.size(), 4u);
+  std::vector<std::size_t> seen;
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(six_units[i].size(), i % 2 == 0 ? 4u : 2u);
+    for (const auto k : six_units[i]) EXPECT_EQ(six.runs[k].arm, six.runs[six_units[i][0]].arm);
+    const auto shard = stiefel::runner::shard_of_grid(six, Shard{i + 1, 4}, 4);
+    EXPECT_EQ(shard, sorted(six_units[i]));
+    seen.insert(seen.end(), shard.begin(), shard.end());
+  }
+  EXPECT_EQ(sorted(seen), stiefel::runner::shard_runs(six.runs.size(), Shard{1, 1}));
 
   auto o = slurm_options();
   o.batch_seeds = 2;
@@ -363,7 +376,9 @@ TEST_F(Runner, WithBatchSeedsShardsAndSlurmTasksTakeWholeSeedGroups) {
   plan = stiefel::runner::plan_slurm(grid, o, {{units[1][1], "PENDING"}});
   EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{0}));
   EXPECT_EQ(plan.held, (std::vector<std::size_t>{1}));
-  // A group whose runs are all finished is not submitted.
+  // A group whose runs are all finished is not submitted; one with a run left is.
+  record(units[0][0], "completed", 40);
+  EXPECT_EQ(stiefel::runner::plan_slurm(grid, o).tasks, (std::vector<std::size_t>{0, 1}));
   record(units[0][1], "completed", 40);
   EXPECT_EQ(stiefel::runner::plan_slurm(grid, o).tasks, (std::vector<std::size_t>{1}));
   // Without batching the script passes no --batch-seeds.
@@ -394,6 +409,9 @@ TEST_F(Runner, AQueuedTaskOfABatchedSubmissionHoldsItsWholeGroup) {
   EXPECT_EQ(stiefel::runner::queued_runs(grid, o), (std::map<std::size_t, std::string>{{2, "PENDING"}}));
   // A batch_seeds that is not a positive integer is refused, naming the file.
   write(grid.out / "slurm" / "submissions.json", R"([{"array_job": "7", "task_count": 4, "batch_seeds": 0}])");
+  EXPECT_THROW(stiefel::runner::queued_runs(grid, o), std::invalid_argument);
+  // 2^32 + 2 would read as 2 through an int.
+  write(grid.out / "slurm" / "submissions.json", R"([{"array_job": "7", "task_count": 4, "batch_seeds": 4294967298}])");
   EXPECT_THROW(stiefel::runner::queued_runs(grid, o), std::invalid_argument);
 }
 

@@ -295,9 +295,23 @@ std::string budget_phrase(const json& budget, bool every_setting, const json& re
   // Settings that vary together, as pairs: "n = 1000 (500 epochs) / 2000 (250 epochs)".
   std::set<std::string> paired;
   if (budget.contains("combinations")) {
-    const auto& keys = budget["combinations"]["settings"];
+    // A table read from a file is checked before it is phrased: settings, and a value for each.
+    const auto& comb = budget["combinations"];
+    const auto bad = [] {
+      return ExperimentError(
+          "budget: \"combinations\" must hold \"settings\" (two or more names) and \"values\" (one value "
+          "per setting in each entry)");
+    };
+    if (!comb.is_object() || !comb.contains("settings") || !comb.contains("values") || !comb["settings"].is_array() ||
+        comb["settings"].size() < 2 || !comb["values"].is_array())
+      throw bad();
+    for (const auto& k : comb["settings"])
+      if (!k.is_string()) throw bad();
+    for (const auto& c : comb["values"])
+      if (!c.is_array() || c.size() != comb["settings"].size()) throw bad();
+    const auto& keys = comb["settings"];
     std::string s;
-    for (const auto& c : budget["combinations"]["values"]) {
+    for (const auto& c : comb["values"]) {
       std::string inner;
       for (std::size_t i = 1; i < keys.size(); ++i) {
         const auto k = keys[i].get<std::string>();

@@ -4,6 +4,7 @@
 
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -94,8 +95,11 @@ json read_submissions(const Grid& g) {
     if (!s.is_object() || !s.contains("array_job") || !s["array_job"].is_string() || !s.contains("task_count") ||
         !s["task_count"].is_number_unsigned() || s["task_count"].get<std::size_t>() == 0)
       throw bad("an entry without a string array_job and a positive task_count");
-    if (s.contains("batch_seeds") && (!s["batch_seeds"].is_number_unsigned() || s["batch_seeds"].get<int>() < 1))
-      throw bad("an entry whose batch_seeds is not a positive integer");
+    if (s.contains("batch_seeds") &&
+        (!s["batch_seeds"].is_number_unsigned() || s["batch_seeds"].get<std::uint64_t>() < 1 ||
+         s["batch_seeds"].get<std::uint64_t>() > std::uint64_t(std::numeric_limits<int>::max())))
+      throw bad("an entry whose batch_seeds is not a positive integer (at most " +
+                std::to_string(std::numeric_limits<int>::max()) + ")");
   }
   return all;
 }

@@ -559,6 +559,13 @@ TEST(Tables, ABudgetWhoseSettingsVaryTogetherIsPhrasedAsPairs) {
                            {"epochs", 1},
                            {"seeds", 2}};
   EXPECT_EQ(budget_phrase(with_batch), "n = 1000 (batch = 64) / 2000 (batch = 128), 1 epoch, 2 seeds");
+  // A table from a file whose combinations are malformed is refused, not read past its end.
+  for (const json& bad : {json({{"settings", {"n", "epochs"}}}), json({{"settings", {"n"}}, {"values", json::array()}}),
+                          json({{"settings", {"n", "epochs"}}, {"values", {{1000}}}}), json(3)}) {
+    json b = together;
+    b["combinations"] = bad;
+    EXPECT_THROW(budget_phrase(b), ExperimentError) << bad;
+  }
 }
 
 TEST(Tables, TheCurrentDefinitionLabelsResultsOfTheSameGridInAnyOrder) {

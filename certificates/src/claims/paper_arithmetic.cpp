@@ -162,7 +162,7 @@ std::vector<DerivedNumber> build() {
   const char* t4_near_miss = "the one-sided p (half the two-sided one)";
   n[kGrokDefaultP] = {
       .id = "arith-grok-default-p",
-      .source = "§4.4 and Limitations (grokking, default settings, five seeds)",
+      .source = "§4.3 and Limitations (grokking, default settings, five seeds)",
       .statement =
           "\"the paired difference is not significant (t = -1.6, p = 0.18)\": the two-sided p of the paired t "
           "over five seeds.",
@@ -173,7 +173,7 @@ std::vector<DerivedNumber> build() {
       .printed = {0.18, 0.005}};
   n[kGrokPowerP] = {
       .id = "arith-grok-power-p",
-      .source = "§4.4 and Limitations (grokking, the Power et al. stabilisation, five seeds)",
+      .source = "§4.3 and Limitations (grokking, the Power et al. stabilisation, five seeds)",
       .statement =
           "\"Paired B2 - A2 difference -0.13 (t = -3.8, p = 0.019): significant, but in A2's favor\": the "
           "two-sided p of the paired t over five seeds.",
