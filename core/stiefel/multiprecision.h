@@ -40,3 +40,44 @@ struct NumTraits<stiefel::mp50> : GenericNumTraits<stiefel::mp50> {
   static inline int digits10() { return std::numeric_limits<stiefel::mp50>::digits10; }
 };
 }  // namespace Eigen
+
+// mp50 matrix products. Eigen's blocked kernel (gebp) packs both operands into buffers and
+// broadcasts coefficients, which for MPFR numbers are copies of whole numbers (mpfr_set and a
+// memmove of the limbs each): in the 50-digit certificate these copies cost more than the
+// arithmetic. This specialisation of the column-major kernel, the same hook Eigen's BLAS and MKL
+// back ends use, forms each coefficient as a running sum of products (MPFR's same-precision fast
+// paths, rounded as the scalar loop would be) and adds alpha times it to the destination. Row-major destinations reach
+// it through Eigen's own transposing specialisation.
+namespace Eigen::internal {
+template <typename Index, int LhsStorageOrder, bool ConjugateLhs, int RhsStorageOrder, bool ConjugateRhs,
+          int ResInnerStride>
+struct general_matrix_matrix_product<Index, stiefel::mp50, LhsStorageOrder, ConjugateLhs, stiefel::mp50,
+                                     RhsStorageOrder, ConjugateRhs, ColMajor, ResInnerStride> {
+  using Scalar = stiefel::mp50;
+  using Traits = gebp_traits<Scalar, Scalar>;
+  using ResScalar = Scalar;
+  static void run(Index rows, Index cols, Index depth, const Scalar* lhs, Index lhs_stride, const Scalar* rhs,
+                  Index rhs_stride, Scalar* res, Index res_incr, Index res_stride, const Scalar& alpha,
+                  level3_blocking<Scalar, Scalar>& /*blocking*/, GemmParallelInfo<Index>* /*info*/ = nullptr) {
+    const auto lhs_at = [&](Index i, Index k) -> const Scalar& {
+      return LhsStorageOrder == ColMajor ? lhs[i + k * lhs_stride] : lhs[i * lhs_stride + k];
+    };
+    const auto rhs_at = [&](Index k, Index j) -> const Scalar& {
+      return RhsStorageOrder == ColMajor ? rhs[k + j * rhs_stride] : rhs[k * rhs_stride + j];
+    };
+    Scalar sum, term;
+    for (Index j = 0; j < cols; ++j) {
+      for (Index i = 0; i < rows; ++i) {
+        mpfr_set_zero(sum.backend().data(), 1);
+        for (Index k = 0; k < depth; ++k) {
+          mpfr_mul(term.backend().data(), lhs_at(i, k).backend().data(), rhs_at(k, j).backend().data(), MPFR_RNDN);
+          mpfr_add(sum.backend().data(), sum.backend().data(), term.backend().data(), MPFR_RNDN);
+        }
+        Scalar& out = res[i * res_incr + j * res_stride];
+        mpfr_mul(term.backend().data(), alpha.backend().data(), sum.backend().data(), MPFR_RNDN);
+        mpfr_add(out.backend().data(), out.backend().data(), term.backend().data(), MPFR_RNDN);
+      }
+    }
+  }
+};
+}  // namespace Eigen::internal

@@ -56,32 +56,6 @@ Claim s32_transport_second_order() {
   return c;
 }
 
-Claim attention_gradient_taylor() {
-  Claim c = make_claim("attention-gradient-taylor", "§5.1, Table 8 (the gradient behind claims 1-2)", "order",
-                       "The analytic attention gradient is the derivative of the loss: the Taylor "
-                       "remainder |L(W + h D) - L(W) - h <grad, D>| is O(h^2).");
-  c.generator =
-      "attention problems: n in [2,7], d in [1,12], r in [1,d], H in [1,3]; "
-      "unit direction D, h = 2^-k, k = 0..16";
-  c.residual =
-      "least-squares log-log slope against h of the two-sided remainder (|r(h)| + |r(-h)|)/2, "
-      "r(h) = L(W + hD) - L(W) - h <grad, D> (a second- and a third-order term cannot "
-      "cancel in it), over the four smallest h whose remainder exceeds the rounding floor "
-      "1e4 u n sum_h ||C_h|| ||X U_h||";
-  c.factor =
-      "ratio = max(0, 2 - slope) (a larger slope is still second order); pass at <= 0.3; "
-      "a control is killed at >= 0.6";
-  c.tolerance = 0.3;
-  c.control_margin = 2;
-  c.analysis = "Hand-derived backward pass of softmax attention.";
-  c.generator_fn = [] { return gen::attention(1); };
-  set_check(c, &check_attention_taylor<double>, &check_attention_taylor<mp50>,
-            {{AttentionTaylorMutant::kGradientError, "gradient-error",
-              "a gradient error of 0.1% of the loss scale sum_h ||C_h|| ||X U_h|| along the probe "
-              "direction"}});
-  return c;
-}
-
 Claim s2_exponential() {
   Claim c =
       make_claim("s2-exponential-closed-form", "§2, §3.2 (the reference of s2-retraction-second-order)", "identity",
@@ -115,7 +89,7 @@ Claim s2_exponential() {
 }  // namespace
 
 std::vector<Claim> orders_claims() {
-  return {s2_retraction_second_order(), s32_transport_second_order(), attention_gradient_taylor(), s2_exponential()};
+  return {s2_retraction_second_order(), s32_transport_second_order(), s2_exponential()};
 }
 
 }  // namespace stiefel::certificates

@@ -3,6 +3,9 @@
 #include "claim_groups.h"
 #include "prop6_rotation.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace stiefel::certificates {
 namespace {
 
@@ -86,10 +89,48 @@ Claim prop6ii_uncapped_rotation() {
   return c;
 }
 
+Claim s53_uncapped_step_rotation() {
+  Claim c = make_claim(
+      "s53-uncapped-step-rotation",
+      "§5.3 after Prop. 6 (\"a step of norm eta_R sqrt(H) can rotate nearly 90 degrees\")", "inequality",
+      "Without the cap, B2's step t rotates each frame by tan(theta) = sigma_max(H (I + A)^-1) <= eta_R C_t "
+      "(eta = W A + H; C_t the corrected displacement constant, C_1 = 1, C_t -> 7.27). A step of norm eta_R per "
+      "frame (eta_R sqrt(H) over H frames; the first step at eps = 0) therefore rotates at most arctan(eta_R): "
+      "45 degrees at eta_R = 1, not nearly 90; later steps at most arctan(7.27 eta_R) = 82.2 degrees at "
+      "eta_R = 1. Nearly 90 degrees needs eta_R C_t >> 1.");
+  c.generator =
+      "gradient sequences as for prop3ii-adam-scale-free with d in [3,8], r in [2,d-1] (a horizontal "
+      "complement, and a non-zero skew part), T = 10^[0,2], rate 10^[-3,1], eps = 0, no cap";
+  c.residual =
+      "max over steps and heads of the larger of |tan theta - sigma_max(H (I + A)^-1)| / (1 + tan)^2 (theta from "
+      "the SVD route's polar factor: sin from sigma_max((I - W W^T) Y), cos from sigma_min(W^T Y)) and "
+      "(tan theta - eta_R C_t)_+ / (eta_R C_t); factor d*r";
+  c.analysis =
+      "W + eta = W (I + A) + H and I + A is invertible (A skew), so col(polar(W + eta)) = col(W + H (I + A)^-1); "
+      "the principal angles are arctan of its singular values, and ||(I + A)^-1||_2 <= 1, ||H||_2 <= ||eta||_F "
+      "<= eta_R ||m_hat|| / sqrt(v_hat) <= eta_R C_t.";
+  c.generator_fn = [] {
+    return rc::gen::exec([] {
+      Case k;
+      gen::draw_sequence(k, 8);
+      k.d = std::max(k.d, 3);
+      k.r = std::clamp(k.r, 2, k.d - 1);
+      k.steps = int(std::lround(std::pow(10.0, gen::real(0, 2, 20))));
+      k.eps_zero = true;
+      return k;
+    });
+  };
+  c.cost = 3;
+  set_check(c, &check_uncapped_step<double>, &check_uncapped_step<mp50>,
+            {{UncappedStepMutant::kVerticalIgnored, "vertical-part-ignored",
+              "tan theta = sigma_max(H): the vertical part's rotation within col(W), (I + A)^-1, dropped"}});
+  return c;
+}
+
 }  // namespace
 
 std::vector<Claim> prop6_rotation_claims() {
-  return {prop6i_sigma_min(), prop6ii_angle_bound(), prop6ii_uncapped_rotation()};
+  return {prop6i_sigma_min(), prop6ii_angle_bound(), prop6ii_uncapped_rotation(), s53_uncapped_step_rotation()};
 }
 
 }  // namespace stiefel::certificates

@@ -4,12 +4,14 @@
 #pragma once
 
 #include "check_support.h"
+#include "s53_displacement.h"
 
 namespace stiefel::certificates {
 
 enum class SigmaMinMutant { kNone, kNormalComponentLeft };
 enum class AngleBoundMutant { kNone, kUncappedStep };
 enum class UncappedAngleMutant { kNone, kNormalComponentLeft };
+enum class UncappedStepMutant { kNone, kVerticalIgnored };
 
 // The largest singular value of A (d×r) from the eigenvalues of AᵀA.
 template <class S>
@@ -145,8 +147,59 @@ nlohmann::json figures_uncapped_rotation() {
 // of the per-step decrease" is 1 − √(1 − ρ²) = 2.9% at Table 8's ρ ≈ 0.24. Per case: the identity
 // ‖Π^h g‖² = (1 − ρ²) ‖Π g‖², ratio = |‖Π^h g‖² − (1 − ρ²) ‖Π g‖²| / (u · d·r · ‖Π g‖²).
 
+// §5.3 after Prop. 6: "without the cap, an adaptive step of norm eta_R sqrt(H) can rotate a frame by
+// nearly 90 degrees in one step". B2 without the cap (eps = 0) over a gradient sequence; at every
+// step the largest principal angle theta between col(W_t) and col(polar(W_t + eta_t)), from the
+// SVD route's frame Y (sin theta = sigma_max((I - W W^T) Y), cos theta = sigma_min(W^T Y)), against
+// its closed form: for eta = W A + H (A = W^T eta skew, H horizontal), col(Y) = col(W + H (I + A)^-1),
+// so tan theta = sigma_max(H (I + A)^-1) <= ||H|| <= ||eta||_F <= eta_R C_t (s53's corrected
+// constant; C_1 = 1). The residual is the larger of the identity's relative error (over (1 + tan)^2,
+// the polar factor's conditioning) and the bound's relative excess; factor d r. The control drops
+// (I + A)^-1, the vertical part's rotation within col(W) (r >= 2 makes A non-zero).
+template <class S>
+CheckResult check_uncapped_step(const Case& c, UncappedStepMutant mutant) {
+  RiemannianAdamHyper<S> h = sequence_hyper<S>(c);
+  h.cap_tau.reset();
+  S worst(0), widest(0);
+  int worst_t = 0;
+  run_adam<S>(c, h, 1.0, [&](int t, const Frames<S>& w, const RiemannianAdamDirection<S>& dir) {
+    const S bound = h.lr * moment_constant<S>(h.beta1, h.beta2, dir.state.step);
+    for (int k = 0; k < c.heads; ++k) {
+      const Matrix<S>& wk = w[k];
+      const Matrix<S>& eta = dir.eta[k];
+      const Index r = wk.cols();
+      const Matrix<S> y = polar_svd<S>(Matrix<S>(wk + eta));
+      const Matrix<S> across = y - wk * (wk.transpose() * y);
+      const Matrix<S> within = wk.transpose() * y;
+      Eigen::SelfAdjointEigenSolver<Matrix<S>> cos2(within.transpose() * within, Eigen::EigenvaluesOnly);
+      const S cos_theta = sqrt(std::max(S(cos2.eigenvalues().minCoeff()), S(0)));
+      const S tan_theta = spectral_norm<S>(across) / cos_theta;
+      const Matrix<S> horizontal = eta - wk * (wk.transpose() * eta);
+      const Matrix<S> a = wk.transpose() * eta;
+      const Matrix<S> predicted_map = mutant == UncappedStepMutant::kVerticalIgnored
+                                          ? horizontal
+                                          : Matrix<S>(horizontal * (Matrix<S>::Identity(r, r) + a).inverse());
+      const S predicted = spectral_norm<S>(predicted_map);
+      const S identity_error = abs(tan_theta - predicted) / ((S(1) + predicted) * (S(1) + predicted));
+      const S excess = positive_part<S>(S((tan_theta - bound) / bound));
+      const S e = std::max(identity_error, excess);
+      widest = std::max(widest, tan_theta);
+      if (e > worst) {
+        worst = e;
+        worst_t = t + 1;
+      }
+    }
+  });
+  using std::atan;
+  CheckResult r = roundoff_result<S>(worst, S(1), double(c.d * c.r));
+  r.detail = {{"at_step", worst_t},
+              {"widest_angle_degrees", to_double(S(atan(widest) * S(180) / S(3.14159265358979323846)))}};
+  return r;
+}
+
 #define STIEFEL_PROP6_CHECKS(X) \
-  X(sigma_min, SigmaMinMutant) X(angle_bound, AngleBoundMutant) X(uncapped_angle, UncappedAngleMutant)
+  X(sigma_min, SigmaMinMutant)  \
+  X(angle_bound, AngleBoundMutant) X(uncapped_angle, UncappedAngleMutant) X(uncapped_step, UncappedStepMutant)
 #define STIEFEL_PROP6_FIGURES(F) F(uncapped_rotation)
 STIEFEL_PROP6_CHECKS(STIEFEL_EXTERN_CHECK)
 STIEFEL_PROP6_FIGURES(STIEFEL_EXTERN_FIGURES)
