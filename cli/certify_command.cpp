@@ -6,6 +6,10 @@
 #include <stiefel/certificates/claim.h>
 #include <stiefel/certificates/junit.h>
 #include <stiefel/certificates/runner.h>
+#include <stiefel/certificates/update_rule.h>
+#ifdef STIEFEL_WITH_TORCH
+#include <stiefel/training/trainer_rule.h>
+#endif
 
 #include "commands.h"
 
@@ -108,6 +112,13 @@ int run_suite(CertifyArgs& args, const CLI::App& cmd) {
 }  // namespace
 
 void add_certify_command(CLI::App& app, int& exit_code) {
+#ifdef STIEFEL_WITH_TORCH
+  // The code that trains is certified beside core/: the update claims through the trainer's
+  // frame_step, on the CPU and, where a GPU is present, on CUDA.
+  certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCPU));
+  if (torch::cuda::is_available())
+    certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCUDA));
+#endif
   auto* cmd = app.add_subcommand("certify",
                                  "Check every registered claim of the paper and write a "
                                  "JSON certificate (exit 0 iff every claim meets its "

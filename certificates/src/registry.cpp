@@ -16,6 +16,7 @@ const std::vector<Claim>& registry() {
           &s33_codebook_claims, &s6_normal_directions_claims, &paper_arithmetic_claims})
       for (Claim& c : group()) all.push_back(std::move(c));
     for (Claim& c : paper_size_claims(all)) all.push_back(std::move(c));
+    for (Claim& c : added_rule_claims()) all.push_back(std::move(c));
     return all;
   }();
   return claims;

@@ -22,5 +22,8 @@ std::vector<Claim> s6_normal_directions_claims();    // §6: the normal directio
 std::vector<Claim> paper_arithmetic_claims();        // the numbers the paper derives from its figures
 // The sequence claims of `built` again at d = 128, r = 16 and r = 32 (§4, Table 6).
 std::vector<Claim> paper_size_claims(const std::vector<Claim>& built);
+// The update claims through core/'s rule and every implementation added with add_rule_implementation
+// (rule_claims.cpp).
+std::vector<Claim> added_rule_claims();
 
 }  // namespace stiefel::certificates

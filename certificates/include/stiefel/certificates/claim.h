@@ -102,6 +102,8 @@ struct Claim {
   FiguresFn figures_double = nullptr;  // extra figures (e.g. Table 9), per precision
   FiguresFn figures_mp50 = nullptr;
   RefutationProof proof;  // set for every claim expected to be refuted
+  // What the checks run: core/'s templates, or an implementation registered through UpdateRule.
+  std::string implementation = "core/ (Eigen), float64 and 50 digits";
 };
 
 // Every registered claim, in the order of the paper.

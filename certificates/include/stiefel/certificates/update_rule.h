@@ -1,0 +1,55 @@
+// An update rule under test: any implementation of a frame rule (core/, the training core's
+// batched frame_step, a user's rule) seen only through one step on a batch of frames. The update
+// claims that need nothing but the rule's steps (isometry over long runs, scale-freeness,
+// O(d)-equivariance, weight-decay annihilation, the frozen arm, agreement with core/'s reference)
+// run against every registered implementation through it (claims/rule_claims.cpp).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stiefel/certificates/claim.h>
+#include <stiefel/riemannian_adam.h>
+#include <stiefel/scalar.h>
+#include <string>
+#include <vector>
+
+namespace stiefel::certificates {
+
+// The rule's settings, those of core/'s RiemannianAdamHyper and RiemannianSgdHyper (adaptive =
+// false: the fixed-step Riemannian SGD; lr = 0: the frozen arm). The polar factor is the SVD route.
+struct RuleSettings {
+  double lr = 1.0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  std::optional<double> cap_tau = 0.1;
+  SecondMoment moment = SecondMoment::kPerFrame;
+  TangentMap map = TangentMap::kStiefel;
+  bool adaptive = true;
+};
+
+class UpdateRule {
+ public:
+  virtual ~UpdateRule() = default;
+  // A fresh state (zero moments, step 0) for the frames W (H frames d×r) under the settings.
+  virtual void start(const Frames<double>& w, const RuleSettings& settings) = 0;
+  // One step from W with the ambient gradients G (H frames d×r): the next frames.
+  virtual Frames<double> step(const Frames<double>& w, const Frames<double>& g) = 0;
+};
+
+struct RuleImplementation {
+  std::string name;         // the suffix of its claims' ids: "trainer"
+  std::string description;  // what runs, where, in which dtype
+  double unit_roundoff = 0x1p-53;
+  std::function<std::unique_ptr<UpdateRule>()> make;
+};
+
+// core/'s rule through the interface, float64.
+RuleImplementation core_rule_implementation();
+
+// The update claims run through `impl`.
+std::vector<Claim> rule_claims(const RuleImplementation& impl);
+
+// Implementations outside this library (the training core's frame_step) are added by the program
+// that links them, before registry() is first read; their claims follow the paper's.
+void add_rule_implementation(RuleImplementation impl);
+
+}  // namespace stiefel::certificates

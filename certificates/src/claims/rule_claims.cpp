@@ -1,0 +1,510 @@
+// The update claims against an implementation seen only through UpdateRule (update_rule.h): the
+// training core's batched frame_step, or any rule a user registers. Each claim runs the rule on
+// generated gradient sequences and reads nothing but its frames; its controls are near misses fed
+// through the same implementation (another second moment, an eps at the gradients' scale, a
+// tangent direction in place of the decay) or, for the agreement with core/, a mutant of the
+// reference. The implementation runs in its own dtype: its 50-digit slot reports the same run,
+// except for the agreement claim, whose 50-digit slot compares with core/'s rule in 50 digits.
+#include <stiefel/certificates/update_rule.h>
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+
+#include "claim_builder.h"
+#include "implemented_update.h"
+
+namespace stiefel::certificates {
+namespace {
+
+RuleSettings settings_of(FrameRule rule, double lr, double eps) {
+  RuleSettings s;
+  if (is_adam_rule(rule)) {
+    const auto h = adam_rule_hyper<double>(rule, lr, eps);
+    s.lr = h.lr;
+    s.beta1 = h.beta1;
+    s.beta2 = h.beta2;
+    s.eps = h.eps;
+    s.cap_tau = h.cap_tau;
+    s.moment = h.moment;
+    s.map = h.map;
+  } else {
+    const auto h = sgd_rule_hyper<double>(rule, lr);
+    s.adaptive = false;
+    s.lr = h.lr;
+    s.map = h.map;
+    s.cap_tau.reset();
+  }
+  return s;
+}
+
+double max_abs_difference(const Frames<double>& a, const Frames<double>& b) {
+  double m = 0;
+  for (std::size_t h = 0; h < a.size(); ++h) m = std::max(m, (a[h] - b[h]).cwiseAbs().maxCoeff());
+  return m;
+}
+
+// The smallest and largest ||G_t||_F of the case's gradient sequence (the draws run_rule makes).
+std::pair<double, double> gradient_norm_range(const Case& c) {
+  Rng rng(c.seed);
+  (void)random_frames<double>(rng, {c.d, c.r}, c.heads);
+  Frames<double> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<double>(rng, c.d, c.r));
+  double lo = INFINITY, hi = 0;
+  for (int t = 0; t < c.steps; ++t)
+    for (const auto& g : sequence_gradients<double>(rng, persistent, c, t, 1.0)) {
+      lo = std::min(lo, g.norm());
+      hi = std::max(hi, g.norm());
+    }
+  return {lo, hi};
+}
+
+// The rounding a rule's frames carry, in units of u·d·r·T: W + eta is formed with an error of
+// u·||eta||, which the polar factor (sigma_min(W + eta) >= 1) passes on. A fixed-step rule's eta is
+// lr·||Pi G|| <= lr·max||G||; an adaptive rule's at most lr·C_t <= 7.3 lr. A term lambda W added to
+// G cancels in the projection to u·lambda·sqrt(r), relative to the smallest gradient.
+double rounding_factor(const Case& c, const RuleSettings& s, double lambda = 0) {
+  const auto [lo, hi] = gradient_norm_range(c);
+  const double step = s.adaptive ? 8 * s.lr : s.lr * hi;
+  const double added = lambda > 0 ? 1 + lambda * std::sqrt(double(c.r)) / std::max(lo, 1e-300) : 1;
+  return double(c.d * c.r * c.steps) * (1 + step) * added;
+}
+
+// T steps of the implementation from the case's frames on its gradient sequence (gradients
+// transformed by `grad` before each step), every iterate kept.
+template <class Transform>
+std::vector<Frames<double>> run_rule(UpdateRule& rule, const Case& c, const RuleSettings& s, Transform&& grad,
+                                     const Matrix<double>* rotation = nullptr) {
+  Rng rng(c.seed);
+  Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  Frames<double> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<double>(rng, c.d, c.r));
+  if (rotation)
+    for (auto& f : w) f = rotation->transpose() * f;
+  rule.start(w, s);
+  std::vector<Frames<double>> out;
+  for (int t = 0; t < c.steps; ++t) {
+    Frames<double> g = sequence_gradients<double>(rng, persistent, c, t, 1.0);
+    if (rotation)
+      for (auto& f : g) f = rotation->transpose() * f;
+    g = grad(w, g);
+    w = rule.step(w, g);
+    out.push_back(w);
+  }
+  return out;
+}
+
+const auto kSame = [](const Frames<double>&, const Frames<double>& g) { return g; };
+
+// A check in the implementation's dtype, reported in both precision slots and computed once.
+CheckFn memoised(std::function<CheckResult(const Case&)> f) {
+  auto memo = std::make_shared<std::pair<std::mutex, std::map<std::string, CheckResult>>>();
+  return [f = std::move(f), memo](const Case& c) {
+    const std::string key = to_json(c).dump();
+    {
+      std::lock_guard lock(memo->first);
+      if (auto it = memo->second.find(key); it != memo->second.end()) return it->second;
+    }
+    CheckResult r = f(c);
+    std::lock_guard lock(memo->first);
+    memo->second.emplace(key, r);
+    return r;
+  };
+}
+
+Check same_in_both(std::function<CheckResult(const Case&)> f) {
+  CheckFn once = memoised(std::move(f));
+  return {once, once};
+}
+
+CheckResult roundoff(double residual, double unit, double factor) {
+  CheckResult r;
+  r.residual = residual;
+  r.normaliser = unit * factor;
+  r.ratio = residual / (unit * factor);
+  return r;
+}
+
+void keep_worse(CheckResult& worst, const CheckResult& r) {
+  if (!(r.ratio <= worst.ratio)) worst = r;
+}
+
+// Sequence cases: d in [lo_d, 10], r in [1, d], H in [1, 3], T in [1, max_t], seven magnitude
+// profiles at base scale 10^[-6, 6], rates 10^[lr_lo, lr_hi], eps 1e-8 (or 0 where asked).
+rc::Gen<Case> sequence_cases(int lo_d, int max_t, double lr_lo, double lr_hi, bool eps_zero) {
+  return rc::gen::exec([=] {
+    Case k;
+    k.d = *rc::gen::inRange(lo_d, 11);
+    k.r = *rc::gen::inRange(1, k.d + 1);
+    k.heads = *rc::gen::inRange(1, 4);
+    k.steps = *rc::gen::inRange(1, max_t + 1);
+    k.profile = *rc::gen::inRange(0, 7);
+    k.log10_scale = gen::real(-6, 6, 24);
+    k.log10_lr = gen::real(lr_lo, lr_hi, 20);
+    k.eps_zero = eps_zero;
+    k.log10_eps = -8;
+    k.corr = gen::real(0, 1, 10);
+    k.x = *rc::gen::inRange(0, int(std::size(kFrameRules)));  // the rule, for the agreement claim
+    k.seed = *rc::gen::arbitrary<std::uint64_t>();
+    return k;
+  });
+}
+
+Claim base_claim(const RuleImplementation& impl, const std::string& id, const std::string& source,
+                 const std::string& kind, const std::string& statement) {
+  Claim c = make_claim(id + "-" + impl.name, source, kind, statement);
+  c.implementation = impl.description;
+  c.max_cases = 40;
+  c.cost = 3;
+  return c;
+}
+
+// --- agreement with core/'s rule ----------------------------------------------------------------
+
+enum class AgreementMutant { kNone, kSecondOrderPolar };
+
+// core/'s rule in S on the case's sequence: every iterate. The mutant retracts by the second-order
+// expansion of the polar factor (a reference that is not the rule).
+template <class S>
+std::vector<Frames<S>> core_run(FrameRule rule, const Case& c, AgreementMutant mutant) {
+  Rng rng(c.seed);
+  Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
+  Frames<S> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<S>(rng, c.d, c.r));
+  const S lr(pow10(c.log10_lr)), eps = c.eps_zero ? S(0) : S(pow10(c.log10_eps));
+  auto state = make_riemannian_adam_state<S>(w, adam_rule_hyper<S>(rule, lr, eps).moment);
+  std::vector<Frames<S>> out;
+  for (int t = 0; t < c.steps; ++t) {
+    const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, 1.0);
+    if (is_adam_rule(rule)) {
+      const auto hyper = adam_rule_hyper<S>(rule, lr, eps);
+      auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+      if (mutant == AgreementMutant::kSecondOrderPolar) {
+        for (std::size_t h = 0; h < w.size(); ++h) w[h] = second_order_polar<S>(w[h], dir.eta[h]);
+        state = std::move(dir.state);
+      } else {
+        auto next = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
+        w = std::move(next.frames);
+        state = std::move(next.state);
+      }
+    } else {
+      w = riemannian_sgd_step<S>(w, g, sgd_rule_hyper<S>(rule, lr));
+    }
+    out.push_back(w);
+  }
+  return out;
+}
+
+template <class S>
+CheckResult agreement(const RuleImplementation& impl, const Case& c, AgreementMutant mutant) {
+  // The case's rule, and B2 beside it (the frozen rule takes no step, so no reference mutant can show).
+  const FrameRule drawn = kFrameRules[std::size_t(c.x)];
+  std::vector<FrameRule> rules{drawn};
+  if (drawn != FrameRule::kB2) rules.push_back(FrameRule::kB2);
+  CheckResult out;
+  for (const FrameRule rule : rules) {
+    const auto s = settings_of(rule, pow10(c.log10_lr), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    auto r = impl.make();
+    const auto mine = run_rule(*r, c, s, kSame);
+    const auto ref = core_run<S>(rule, c, mutant);
+    double diff = 0;
+    for (std::size_t t = 0; t < mine.size(); ++t)
+      for (std::size_t h = 0; h < mine[t].size(); ++h)
+        diff = std::max(diff, to_double(S((ref[t][h] - mine[t][h].template cast<S>()).cwiseAbs().maxCoeff())));
+    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(c, s)));
+  }
+  out.detail = {{"rule", frame_rule_arm(drawn)}};
+  return out;
+}
+
+Claim agrees_with_core(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-agrees-with-core", "§3.2 (the update every frame arm runs)", "identity",
+                       "The implementation's rule is core/'s: over a gradient sequence its frames equal core/'s "
+                       "(riemannian_adam_step / riemannian_sgd_step, the rules every other update claim "
+                       "certifies) at every step, for every frame rule of the arm registry.");
+  c.generator =
+      "one rule of the nine per case (B2, B2-mean, B2 per-column, B2 Grassmann, B2m, B2m-can, PA16, fixed-step "
+      "Stiefel, frozen) and B2 beside it, d in [2,10], r in [1,d], H in [1,3], T in [1,30] steps of the sequence "
+      "claims' "
+      "gradients (seven profiles, scale 10^[-6,6]), rate 10^[-2,0] (the cap binds at the top), eps 1e-8; 40 "
+      "cases";
+  c.residual =
+      "max |W_impl - W_core| over steps and entries (entries of size <= 1): in float64 against core/ in float64, "
+      "in the 50-digit slot against core/ in 50 digits; factor d*r*T*(1 + ||eta||max), ||eta||max = 8 lr for an "
+      "adaptive rule, lr max||G|| for a fixed-step one (W + eta is formed to u ||eta||), in the implementation's "
+      "unit roundoff; the worse of the case's rule and B2";
+  c.analysis = "The same stages in the same order; only rounding separates the two.";
+  c.generator_fn = [] { return sequence_cases(2, 30, -2, 0, false); };
+  const auto bind = [impl](AgreementMutant m) {
+    return Check{[impl, m](const Case& k) { return agreement<double>(impl, k, m); },
+                 [impl, m](const Case& k) { return agreement<mp50>(impl, k, m); }};
+  };
+  c.check = bind(AgreementMutant::kNone);
+  c.controls = {{"reference-second-order-polar",
+                 "core/'s adaptive rules retracting by the second-order expansion (W + eta)(I - eta^T eta / 2): a "
+                 "reference that is not the rule",
+                 bind(AgreementMutant::kSecondOrderPolar)}};
+  return c;
+}
+
+// --- scale-freeness (Prop. 3(ii)) ----------------------------------------------------------------
+
+enum class ScaleMutant { kNone, kEpsAtGradientScale };
+
+CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutant mutant) {
+  const double factor = std::ldexp(1.0, int(c.log10_c));
+  CheckResult out;
+  for (const FrameRule rule : kFrameRules) {
+    if (!is_adam_rule(rule)) continue;
+    RuleSettings s = settings_of(rule, pow10(c.log10_lr), 0.0);
+    if (mutant == ScaleMutant::kEpsAtGradientScale) s.eps = pow10(c.log10_scale);
+    auto a = impl.make();
+    auto b = impl.make();
+    const auto plain = run_rule(*a, c, s, kSame);
+    const auto scaled = run_rule(*b, c, s, [&](const Frames<double>&, Frames<double> g) {
+      for (auto& f : g) f *= factor;
+      return g;
+    });
+    double diff = 0;
+    for (std::size_t t = 0; t < plain.size(); ++t) diff = std::max(diff, max_abs_difference(plain[t], scaled[t]));
+    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(c, s)));
+  }
+  return out;
+}
+
+Claim scale_free_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-scale-free", "Prop. 3(ii), §5.3", "invariance",
+                       "With eps = 0 every adaptive rule is scale-free: gradients scaled by c > 0 give the same "
+                       "frames at every step.");
+  c.generator =
+      "every adaptive rule; d in [2,10], r in [1,d], H in [1,3], T in [1,30], the sequence claims' gradients, "
+      "rate 10^[-3,-2] (below the cap: a cap that binds in both runs would hide the control), eps = 0, "
+      "c = 2^k, k in [-40,40] \\ {0}; 40 cases";
+  c.residual = "max |W_t(cG) - W_t(G)| over steps and entries, worst rule; factor d*r*T*(1 + 8 lr)";
+  c.analysis = "m_hat and sqrt(v_hat) are both of degree one in G, so their quotient is of degree zero.";
+  c.generator_fn = [] {
+    return rc::gen::exec([] {
+      Case k = *sequence_cases(2, 30, -3, -2, true);
+      const int e = *rc::gen::inRange(1, 41);
+      k.log10_c = *rc::gen::arbitrary<bool>() ? e : -e;  // the exponent k of c = 2^k
+      return k;
+    });
+  };
+  const auto bind = [impl](ScaleMutant m) {
+    return same_in_both([impl, m](const Case& k) { return scale_free(impl, k, m); });
+  };
+  c.check = bind(ScaleMutant::kNone);
+  c.controls = {{"eps-at-gradient-scale", "eps at the gradients' base scale in place of 0",
+                 bind(ScaleMutant::kEpsAtGradientScale)}};
+  return c;
+}
+
+// --- O(d)-equivariance (Prop. 7) -----------------------------------------------------------------
+
+enum class RotationMutant { kNone, kElementwiseMoment };
+
+CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationMutant mutant) {
+  Rng qrng(c.seed ^ 0x5bd1e995ULL);
+  const Matrix<double> q = random_orthogonal<double>(qrng, c.d);
+  CheckResult out;
+  const std::vector<FrameRule> rules =
+      mutant == RotationMutant::kElementwiseMoment
+          ? std::vector<FrameRule>{FrameRule::kB2m}
+          : std::vector<FrameRule>{FrameRule::kB2,          FrameRule::kB2Mean,       FrameRule::kB2Column,
+                                   FrameRule::kB2Grassmann, FrameRule::kSgdGrassmann, FrameRule::kSgdStiefel};
+  for (const FrameRule rule : rules) {
+    const RuleSettings s = settings_of(rule, pow10(c.log10_lr), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    auto a = impl.make();
+    auto b = impl.make();
+    const auto plain = run_rule(*a, c, s, kSame);
+    const auto rotated = run_rule(*b, c, s, kSame, &q);
+    double diff = 0;
+    for (std::size_t t = 0; t < plain.size(); ++t) {
+      Frames<double> back;
+      for (const auto& f : plain[t]) back.push_back(q.transpose() * f);
+      diff = std::max(diff, max_abs_difference(back, rotated[t]));
+    }
+    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(c, s)));
+  }
+  return out;
+}
+
+Claim equivariance_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-equivariance", "Prop. 7, §5.3", "equivariance",
+                       "Every rule whose second moment is constant down each column (scalar, mean, per column; "
+                       "the fixed-step rules) is O(d)-equivariant: from Q^T W with gradients Q^T G it returns "
+                       "Q^T times its frames.");
+  c.generator =
+      "B2, B2-mean, B2 per-column, B2 Grassmann, PA16, fixed-step Stiefel; d in [3,10] (O(1) and O(2)'s "
+      "degenerate cases left to prop7-converse), r in [1,d], H in [1,3], T in [1,30], rate 10^[-2,0], "
+      "eps 1e-8, one Haar Q per case; 40 cases";
+  c.residual =
+      "max |W_t(Q^T W_0, Q^T G) - Q^T W_t(W_0, G)| over steps and entries, worst rule; factor d*r*T*(1 + "
+      "||eta||max) as for rule-agrees-with-core";
+  c.analysis = "Each stage commutes with W -> Q^T W: projections, Frobenius norms, the polar factor.";
+  c.generator_fn = [] { return sequence_cases(3, 30, -2, 0, false); };
+  const auto bind = [impl](RotationMutant m) {
+    return same_in_both([impl, m](const Case& k) { return equivariant(impl, k, m); });
+  };
+  c.check = bind(RotationMutant::kNone);
+  c.controls = {{"elementwise-moment", "the elementwise second moment (B2m) through the same implementation",
+                 bind(RotationMutant::kElementwiseMoment)}};
+  return c;
+}
+
+// --- weight decay annihilated (Prop. 8) ---------------------------------------------------------
+
+enum class DecayMutant { kNone, kTangentDirection };
+
+CheckResult decay_annihilated(const RuleImplementation& impl, const Case& c, DecayMutant mutant) {
+  const double lambda = pow10(c.log10_scale + c.log10_c);
+  CheckResult out;
+  for (const FrameRule rule : kFrameRules) {
+    if (rule == FrameRule::kFrozen) continue;
+    const RuleSettings s = settings_of(rule, pow10(c.log10_lr), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    auto a = impl.make();
+    auto b = impl.make();
+    const auto plain = run_rule(*a, c, s, kSame);
+    Rng orng(c.seed ^ 0x2545f4914f6cdd1dULL);
+    Matrix<double> omega = gaussian_matrix<double>(orng, c.r, c.r);
+    omega = (omega - omega.transpose()).eval() / 2;
+    const auto decayed = run_rule(*b, c, s, [&](const Frames<double>& w, Frames<double> g) {
+      for (std::size_t h = 0; h < g.size(); ++h)
+        g[h] += lambda * (mutant == DecayMutant::kTangentDirection ? Matrix<double>(w[h] * omega) : w[h]);
+      return g;
+    });
+    double diff = 0;
+    for (std::size_t t = 0; t < plain.size(); ++t) diff = std::max(diff, max_abs_difference(plain[t], decayed[t]));
+    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(c, s, lambda)));
+  }
+  return out;
+}
+
+Claim decay_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-decay-annihilated", "Prop. 8, §4.3, §5.3", "invariance",
+                       "Coupled weight decay, lambda W added to the gradient, changes no frame rule's step: the "
+                       "frames are the same at every step.");
+  c.generator =
+      "every rule that moves; d in [2,10], r in [2,d] (at r = 1 the control's skew direction is 0), H in [1,3], "
+      "T in [1,30], rate 10^[-2,0], eps 1e-8, lambda = 10^[-3,2] times the gradients' base scale; 40 cases";
+  c.residual =
+      "max |W_t(G + lambda W) - W_t(G)| over steps and entries, worst rule; factor d*r*T*(1 + ||eta||max)*(1 + "
+      "lambda sqrt(r) / min||G_t||) (the projection cancels lambda W to u lambda sqrt(r))";
+  c.analysis =
+      "lambda W is normal to St(d,r) at W (Pi_W(W) = W - W sym(W^T W) = 0, and likewise for the "
+      "horizontal and canonical maps), so every map removes it.";
+  c.generator_fn = [] {
+    return rc::gen::exec([] {
+      Case k = *sequence_cases(2, 30, -2, 0, false);
+      if (k.r < 2) k.r = 2;
+      k.log10_c = gen::real(-3, 2, 20);
+      return k;
+    });
+  };
+  const auto bind = [impl](DecayMutant m) {
+    return same_in_both([impl, m](const Case& k) { return decay_annihilated(impl, k, m); });
+  };
+  c.check = bind(DecayMutant::kNone);
+  c.controls = {{"tangent-direction", "lambda W Omega (Omega skew: a tangent direction) in place of lambda W",
+                 bind(DecayMutant::kTangentDirection)}};
+  return c;
+}
+
+// --- the frozen arm (Table 6) ---------------------------------------------------------------------
+
+enum class FrozenRuleMutant { kNone, kSmallRate };
+
+CheckResult frozen(const RuleImplementation& impl, const Case& c, FrozenRuleMutant mutant) {
+  double worst = 0;
+  for (const FrameRule rule : {FrameRule::kB2, FrameRule::kFrozen}) {
+    RuleSettings s = settings_of(rule, 0.0, 1e-8);
+    if (mutant == FrozenRuleMutant::kSmallRate) s.lr = 1e-6;
+    auto a = impl.make();
+    Rng rng(c.seed);
+    const Frames<double> w0 = random_frames<double>(rng, {c.d, c.r}, c.heads);
+    const auto run = run_rule(*a, c, s, kSame);
+    for (const auto& w : run) worst = std::max(worst, max_abs_difference(w, w0));
+  }
+  return roundoff(worst, impl.unit_roundoff, double(c.d * c.r * c.steps));
+}
+
+Claim frozen_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-frozen-stays", "Table 6 (frozen arm), §2", "identity",
+                       "At rate 0 (the frozen arm, and B2 with eta_R = 0) the frames stay where they start: the "
+                       "polar retraction of an orthonormal frame returns it.");
+  c.generator = "d in [2,10], r in [1,d], H in [1,3], T in [1,30] steps of the sequence claims' gradients; 40 cases";
+  c.residual = "max |W_t - W_0| over steps and entries; factor d*r*T";
+  c.analysis = "polar(W) = W for W on St(d,r); the step is 0.";
+  c.generator_fn = [] { return sequence_cases(2, 30, -2, 0, false); };
+  const auto bind = [impl](FrozenRuleMutant m) {
+    return same_in_both([impl, m](const Case& k) { return frozen(impl, k, m); });
+  };
+  c.check = bind(FrozenRuleMutant::kNone);
+  c.controls = {{"rate-1e-6", "rate 1e-6 in place of 0", bind(FrozenRuleMutant::kSmallRate)}};
+  return c;
+}
+
+// core/'s rule through the interface (float64, Jacobi SVD for the polar factor).
+class CoreRule final : public UpdateRule {
+ public:
+  void start(const Frames<double>& w, const RuleSettings& s) override {
+    s_ = s;
+    state_ = make_riemannian_adam_state<double>(w, s.moment);
+  }
+  Frames<double> step(const Frames<double>& w, const Frames<double>& g) override {
+    if (!s_.adaptive) {
+      RiemannianSgdHyper<double> h;
+      h.lr = s_.lr;
+      h.map = s_.map;
+      return riemannian_sgd_step<double>(w, g, h);
+    }
+    RiemannianAdamHyper<double> h;
+    h.lr = s_.lr;
+    h.beta1 = s_.beta1;
+    h.beta2 = s_.beta2;
+    h.eps = s_.eps;
+    h.cap_tau = s_.cap_tau;
+    h.moment = s_.moment;
+    h.map = s_.map;
+    auto next = riemannian_adam_step<double>(w, g, state_, h);
+    state_ = std::move(next.state);
+    return next.frames;
+  }
+
+ private:
+  RuleSettings s_;
+  RiemannianAdamState<double> state_;
+};
+
+std::vector<RuleImplementation>& added_implementations() {
+  static std::vector<RuleImplementation> impls;
+  return impls;
+}
+
+}  // namespace
+
+std::vector<Claim> rule_claims(const RuleImplementation& impl) {
+  if (impl.name.empty() || !impl.make)
+    throw std::invalid_argument("rule_claims: an implementation needs a name and a factory");
+  return {agrees_with_core(impl), scale_free_claim(impl), equivariance_claim(impl), decay_claim(impl),
+          frozen_claim(impl)};
+}
+
+RuleImplementation core_rule_implementation() {
+  return {.name = "core",
+          .description = "core/'s riemannian_adam_step and riemannian_sgd_step (Eigen), float64",
+          .unit_roundoff = 0x1p-53,
+          .make = [] { return std::make_unique<CoreRule>(); }};
+}
+
+void add_rule_implementation(RuleImplementation impl) { added_implementations().push_back(std::move(impl)); }
+
+std::vector<Claim> added_rule_claims() {
+  // core/ itself first: the interface's claims on the reference they compare with.
+  std::vector<Claim> out = rule_claims(core_rule_implementation());
+  for (const auto& impl : added_implementations())
+    for (Claim& c : rule_claims(impl)) out.push_back(std::move(c));
+  return out;
+}
+
+}  // namespace stiefel::certificates
