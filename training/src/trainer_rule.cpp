@@ -61,15 +61,20 @@ class TrainerRule final : public certificates::UpdateRule {
 }  // namespace
 
 certificates::RuleImplementation trainer_rule_implementation(torch::Device device) {
-  // As in training: OpenBLAS and LibTorch on one thread each (the certificate runs its claims on its
-  // own worker threads; a BLAS pool on top of them oversubscribes the cores).
-  configure_cpu_compute(1);
   const bool cuda = device.is_cuda();
   return {.name = cuda ? "trainer-cuda" : "trainer",
           .description = std::string("the training core's frame_step (training/src/frame_rules.cpp), LibTorch, ") +
                          (cuda ? "CUDA" : "CPU") + ", float64",
           .unit_roundoff = 0x1p-53,
-          .make = [device] { return std::make_unique<TrainerRule>(device); }};
+          .make = [device] {
+            // As in training: OpenBLAS and LibTorch on one thread each (the certificate runs its claims
+            // on its own worker threads; a BLAS pool on top of them oversubscribes the cores). Applied
+            // when a claim first runs the rule, not when it is registered: registering happens in
+            // every `stiefel` process, and `train --compute environment` keeps the environment's.
+            static const bool configured = (configure_cpu_compute(1), true);
+            (void)configured;
+            return std::make_unique<TrainerRule>(device);
+          }};
 }
 
 }  // namespace stiefel::training

@@ -10,8 +10,8 @@
 namespace stiefel::training {
 
 // frame_step on `device` (CPU, or CUDA where present), float64: the dtype the trainer keeps its
-// frames, moments and steps in (the model reads a float32 copy). Applies the trainer's CPU compute
-// configuration (configure_cpu_compute: one BLAS thread, one intra-op thread).
+// frames, moments and steps in (the model reads a float32 copy). The first rule it makes applies the
+// trainer's CPU compute configuration (configure_cpu_compute: one BLAS thread, one intra-op thread).
 certificates::RuleImplementation trainer_rule_implementation(torch::Device device = torch::kCPU);
 
 }  // namespace stiefel::training
