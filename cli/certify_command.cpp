@@ -8,6 +8,7 @@
 #include <stiefel/certificates/runner.h>
 #include <stiefel/certificates/update_rule.h>
 #ifdef STIEFEL_WITH_TORCH
+#include <stiefel/training/script_rule.h>
 #include <stiefel/training/trainer_rule.h>
 #endif
 
@@ -23,6 +24,7 @@ struct CertifyArgs {
   std::string swap;
   std::string checkpoint;
   std::string junit;
+  std::string rule, rule_config;
   bool list = false;
 };
 
@@ -44,6 +46,12 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--junit", args.junit,
                   "also write the result as JUnit XML (one test case per claim and per control; written atomically)");
+  cmd->add_option("--rule", args.rule,
+                  "certify a user's frame rule: a TorchScript module whose forward(w, g, state, settings) takes one "
+                  "step (README: 'Certify your own rule'); only its claims run unless --claims is given");
+  cmd->add_option("--rule-config", args.rule_config,
+                  "JSON object for --rule: name (claim id suffix), rule (the core rule it implements, default b2), "
+                  "dtype (float64 or float32)");
   cmd->add_flag("--list", args.list, "list the registered claims and their controls, then exit");
   cmd->add_option("--swap-control", args.swap,
                   "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail)")
@@ -115,9 +123,11 @@ void add_certify_command(CLI::App& app, int& exit_code) {
 #ifdef STIEFEL_WITH_TORCH
   // The code that trains is certified beside core/: the update claims through the trainer's
   // frame_step, on the CPU and, where a GPU is present, on CUDA.
-  certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCPU));
-  if (torch::cuda::is_available())
-    certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCUDA));
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCPU, dtype));
+    if (torch::cuda::is_available())
+      certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCUDA, dtype));
+  }
 #endif
   auto* cmd = app.add_subcommand("certify",
                                  "Check every registered claim of the paper and write a "
@@ -126,6 +136,32 @@ void add_certify_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CertifyArgs>();
   add_certify_options(cmd, *args);
   cmd->callback([args, cmd, &exit_code] {
+    // A user's rule is registered before the registry is first read; a module that cannot be
+    // loaded or does not take a step is refused before any work.
+    if (!args->rule_config.empty() && args->rule.empty()) {
+      std::cerr << "stiefel certify: --rule-config needs --rule\n";
+      exit_code = 2;
+      return;
+    }
+    if (!args->rule.empty()) {
+#ifdef STIEFEL_WITH_TORCH
+      try {
+        training::ScriptRuleConfig config;
+        if (!args->rule_config.empty()) config = training::read_script_rule_config(args->rule_config);
+        auto impl = training::script_rule_implementation(args->rule, config);
+        if (cmd->count("--claims") == 0) args->run.claims = "^rule-.*-" + impl.name + "$";
+        certificates::add_rule_implementation(std::move(impl));
+      } catch (const std::exception& e) {
+        std::cerr << "stiefel certify: " << e.what() << "\n";
+        exit_code = 2;
+        return;
+      }
+#else
+      std::cerr << "stiefel certify: --rule needs a build with LibTorch (STIEFEL_WITH_TORCH)\n";
+      exit_code = 2;
+      return;
+#endif
+    }
     if (args->list) return list_claims();
     // --out is checked before any work: a folder, a symbolic link or an unwritable path is refused
     // now, not after the whole suite has run.

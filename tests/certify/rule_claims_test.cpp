@@ -30,7 +30,9 @@ const bool registered = [] {
   add_rule_implementation({.name = "elementwise-always",
                            .description = "frame_step with the elementwise second moment whatever the settings",
                            .unit_roundoff = 0x1p-53,
-                           .make = [] { return std::make_unique<ElementwiseAlways>(); }});
+                           .io_roundoff = 0x1p-53,
+                           .make = [] { return std::make_unique<ElementwiseAlways>(); },
+                           .only_rule = {}});
   return true;
 }();
 

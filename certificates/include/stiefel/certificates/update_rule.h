@@ -38,9 +38,25 @@ class UpdateRule {
 struct RuleImplementation {
   std::string name;         // the suffix of its claims' ids: "trainer"
   std::string description;  // what runs, where, in which dtype
+  // The unit roundoff of the update's arithmetic, and that of the dtype frames and gradients cross
+  // in (the trainer: float64 master frames and moments, float32 parameters and gradients). Where
+  // the second is coarser, its rounding enters once per step (the gradient) and once per read frame,
+  // not once per flop: the tolerance adds u_io (1 + 4 T (1 + ||eta||max)) to the arithmetic's term.
   double unit_roundoff = 0x1p-53;
+  double io_roundoff = 0x1p-53;
   std::function<std::unique_ptr<UpdateRule>()> make;
+  // Empty: the implementation runs every frame rule the settings name (core/, the trainer). Else the
+  // one rule it implements (a name of rule_names(), e.g. "b2"): each claim runs that rule alone, with
+  // its settings, and its controls are those that need no second rule.
+  std::string only_rule;
 };
+
+// The frame rules by the names an implementation's only_rule takes: b2, b2-mean-moment, b2-column,
+// b2-grassmann, b2m, b2m-can, b2-sgd, b2-sgd-stiefel, frozen.
+std::vector<std::string> rule_names();
+// The settings of the named rule at rate lr (the presets of core/ and of the arm registry); throws
+// std::invalid_argument for a name not in rule_names().
+RuleSettings rule_settings(const std::string& name, double lr);
 
 // core/'s rule through the interface, float64.
 RuleImplementation core_rule_implementation();
@@ -49,7 +65,8 @@ RuleImplementation core_rule_implementation();
 std::vector<Claim> rule_claims(const RuleImplementation& impl);
 
 // Implementations outside this library (the training core's frame_step) are added by the program
-// that links them, before registry() is first read; their claims follow the paper's.
+// that links them, before registry() is first read; their claims follow the paper's. A name that is
+// "core" or already added is refused (std::invalid_argument).
 void add_rule_implementation(RuleImplementation impl);
 
 }  // namespace stiefel::certificates

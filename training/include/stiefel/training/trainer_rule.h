@@ -1,6 +1,6 @@
-// The training core's frame_step as an update rule under test (stiefel/certificates/update_rule.h):
-// frames cross as float64 tensors [H, d, r] on the chosen device, the rule runs batched over them
-// exactly as in training, and the next frames come back as Eigen matrices.
+// The training core's frame update as an update rule under test (stiefel/certificates/update_rule.h):
+// frames cross as tensors [H, d, r] on the chosen device in the parameter's dtype, the optimizer
+// steps them exactly as in training, and the next frames come back as Eigen matrices.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,9 +9,12 @@
 
 namespace stiefel::training {
 
-// frame_step on `device` (CPU, or CUDA where present), float64: the dtype the trainer keeps its
-// frames, moments and steps in (the model reads a float32 copy). The first rule it makes applies the
+// FrameOptimizer::step (and through it frame_step) on `device` (CPU, or CUDA where present) for a
+// parameter of dtype `dtype`: float32 is the model's (its gradient is float32 too; the optimizer's
+// master frames and moments are float64), float64 checks frame_step without that rounding. The
+// implementation's unit roundoff is the parameter dtype's. The first rule it makes applies the
 // trainer's CPU compute configuration (configure_cpu_compute: one BLAS thread, one intra-op thread).
-certificates::RuleImplementation trainer_rule_implementation(torch::Device device = torch::kCPU);
+certificates::RuleImplementation trainer_rule_implementation(torch::Device device = torch::kCPU,
+                                                             torch::ScalarType dtype = torch::kFloat64);
 
 }  // namespace stiefel::training

@@ -1,0 +1,38 @@
+// A user's frame rule as a TorchScript module, certified through the update claims
+// (stiefel/certificates/update_rule.h). The module's forward is one step on a batch of frames:
+//
+//   forward(self, w: Tensor, g: Tensor, state: List[Tensor], settings: Dict[str, float])
+//       -> Tuple[Tensor, List[Tensor]]
+//
+// w and g are [H, d, r] in the configured dtype; state is [] before the first step and then
+// whatever the previous call returned; settings holds "lr", "beta1", "beta2", "eps" and, where the
+// rule is capped, "cap_tau" (the preset of the core rule the module implements, the rate and eps
+// set by each claim). It returns the next frames [H, d, r] and the next state.
+#pragma once
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+#include <stiefel/certificates/update_rule.h>
+
+namespace stiefel::training {
+
+// What the module is: --rule-config's JSON object. Every key is optional.
+//   "name":  the suffix of its claims' ids (default: the file's stem), [a-z0-9-]+
+//   "rule":  the core rule it implements, one of certificates::rule_names() (default "b2"): the
+//            settings it is given and the reference the agreement claim compares it with
+//   "dtype": "float64" (default) or "float32": the dtype of w, g and the returned frames
+struct ScriptRuleConfig {
+  std::string name, rule = "b2", dtype = "float64";
+};
+
+// Reads --rule-config (a JSON file); throws std::invalid_argument naming the file and the key.
+ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file);
+
+// Loads FILE (a TorchScript archive) and runs one probe step on a small case to check its
+// signature, the shape and dtype of what it returns, and that it returns finite frames; throws
+// std::invalid_argument naming the file and what is wrong.
+certificates::RuleImplementation script_rule_implementation(const std::filesystem::path& file, ScriptRuleConfig config);
+
+}  // namespace stiefel::training

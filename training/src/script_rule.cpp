@@ -1,0 +1,197 @@
+#include <stiefel/training/script_rule.h>
+
+#include <torch/script.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <stiefel/training/compute.h>
+
+namespace stiefel::training {
+namespace {
+
+using certificates::RuleSettings;
+
+torch::Tensor to_tensor(const Frames<double>& f, torch::ScalarType dtype) {
+  const auto heads = std::int64_t(f.size()), d = f.front().rows(), r = f.front().cols();
+  auto out = torch::empty({heads, d, r}, torch::dtype(torch::kFloat64));
+  auto a = out.accessor<double, 3>();
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < d; ++i)
+      for (std::int64_t j = 0; j < r; ++j) a[h][i][j] = f[std::size_t(h)](i, j);
+  return out.to(dtype);
+}
+
+Frames<double> to_frames(const torch::Tensor& t) {
+  const auto cpu = t.to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto a = cpu.accessor<double, 3>();
+  Frames<double> out;
+  for (std::int64_t h = 0; h < cpu.size(0); ++h) {
+    Matrix<double> m(cpu.size(1), cpu.size(2));
+    for (std::int64_t i = 0; i < cpu.size(1); ++i)
+      for (std::int64_t j = 0; j < cpu.size(2); ++j) m(i, j) = a[h][i][j];
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+c10::Dict<std::string, double> settings_dict(const RuleSettings& s) {
+  c10::Dict<std::string, double> d;
+  d.insert("lr", s.lr);
+  d.insert("beta1", s.beta1);
+  d.insert("beta2", s.beta2);
+  d.insert("eps", s.eps);
+  if (s.cap_tau) d.insert("cap_tau", *s.cap_tau);
+  return d;
+}
+
+// One call of the module's forward; what it returns is checked against what was passed in.
+struct Stepper {
+  torch::jit::Module module;
+  std::string file;
+  torch::ScalarType dtype;
+
+  std::pair<torch::Tensor, c10::List<torch::Tensor>> call(const torch::Tensor& w, const torch::Tensor& g,
+                                                          const c10::List<torch::Tensor>& state,
+                                                          const c10::Dict<std::string, double>& settings) {
+    c10::IValue out;
+    try {
+      out = module.forward({w, g, state, settings});
+    } catch (const c10::Error& e) {
+      throw std::invalid_argument(
+          file + ": forward(w, g, state, settings) failed: " + std::string(e.what_without_backtrace()));
+    }
+    if (!out.isTuple() || out.toTupleRef().elements().size() != 2)
+      throw std::invalid_argument(file + ": forward must return a tuple (frames, state)");
+    const auto& elems = out.toTupleRef().elements();
+    if (!elems[0].isTensor()) throw std::invalid_argument(file + ": forward's first result is not a tensor");
+    if (!elems[1].isTensorList()) throw std::invalid_argument(file + ": forward's second result is not a List[Tensor]");
+    torch::Tensor next = elems[0].toTensor();
+    if (next.sizes() != w.sizes())
+      throw std::invalid_argument(file + ": forward returned frames of shape " + c10::str(next.sizes()) +
+                                  " for frames of shape " + c10::str(w.sizes()));
+    if (next.scalar_type() != dtype)
+      throw std::invalid_argument(file + ": forward returned frames of dtype " +
+                                  std::string(c10::toString(next.scalar_type())) + ", configured " +
+                                  std::string(c10::toString(dtype)));
+    return {next, elems[1].toTensorList()};
+  }
+};
+
+class ScriptRule final : public certificates::UpdateRule {
+ public:
+  explicit ScriptRule(std::shared_ptr<Stepper> stepper) : stepper_(std::move(stepper)) {}
+
+  void start(const Frames<double>&, const RuleSettings& s) override {
+    settings_ = settings_dict(s);
+    state_ = c10::List<torch::Tensor>();
+  }
+
+  Frames<double> step(const Frames<double>& w, const Frames<double>& g) override {
+    auto [next, state] =
+        stepper_->call(to_tensor(w, stepper_->dtype), to_tensor(g, stepper_->dtype), state_, settings_);
+    state_ = std::move(state);
+    return to_frames(next);
+  }
+
+ private:
+  std::shared_ptr<Stepper> stepper_;
+  c10::Dict<std::string, double> settings_;
+  c10::List<torch::Tensor> state_;
+};
+
+std::string stem_name(const std::filesystem::path& file) {
+  std::string s;
+  for (const char c : file.stem().string()) {
+    const char l = char(std::tolower(static_cast<unsigned char>(c)));
+    s += std::isalnum(static_cast<unsigned char>(l)) ? l : '-';
+  }
+  return s.empty() ? "user" : s;
+}
+
+}  // namespace
+
+ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
+  const std::string where = "--rule-config " + file.string();
+  std::ifstream in(file);
+  if (!in) throw std::invalid_argument(where + ": cannot be read");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument(where + ": not JSON (" + e.what() + ")");
+  }
+  if (!j.is_object()) throw std::invalid_argument(where + ": must be a JSON object");
+  ScriptRuleConfig c;
+  for (const auto& [key, value] : j.items()) {
+    if (key != "name" && key != "rule" && key != "dtype")
+      throw std::invalid_argument(where + ": unknown key '" + key + "' (name, rule, dtype)");
+    if (!value.is_string()) throw std::invalid_argument(where + ": '" + key + "' must be a string");
+  }
+  if (j.contains("name")) c.name = j["name"];
+  if (j.contains("rule")) c.rule = j["rule"];
+  if (j.contains("dtype")) c.dtype = j["dtype"];
+  return c;
+}
+
+certificates::RuleImplementation script_rule_implementation(const std::filesystem::path& file,
+                                                            ScriptRuleConfig config) {
+  const std::string where = "--rule " + file.string();
+  if (config.name.empty()) config.name = stem_name(file);
+  if (!std::regex_match(config.name, std::regex("[a-z0-9][a-z0-9-]*")))
+    throw std::invalid_argument(where + ": name '" + config.name + "' must match [a-z0-9][a-z0-9-]*");
+  if (config.dtype != "float64" && config.dtype != "float32")
+    throw std::invalid_argument(where + ": dtype '" + config.dtype + "' must be float64 or float32");
+  const auto names = certificates::rule_names();
+  if (std::find(names.begin(), names.end(), config.rule) == names.end()) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw std::invalid_argument(where + ": rule '" + config.rule + "' is none of " + list);
+  }
+  auto stepper = std::make_shared<Stepper>();
+  stepper->file = where;
+  stepper->dtype = config.dtype == "float32" ? torch::kFloat32 : torch::kFloat64;
+  if (!std::filesystem::is_regular_file(file)) throw std::invalid_argument(where + ": no such file");
+  try {
+    stepper->module = torch::jit::load(file.string(), torch::kCPU);
+  } catch (const c10::Error& e) {
+    throw std::invalid_argument(where + ": not a TorchScript archive (torch.jit.save of a scripted module): " +
+                                std::string(e.what_without_backtrace()).substr(0, 300));
+  }
+  stepper->module.eval();
+  if (!stepper->module.find_method("forward"))
+    throw std::invalid_argument(where + ": the module has no forward method");
+  // A probe: two steps on three frames of St(5, 2) with the rule's settings at rate 0.1.
+  {
+    torch::NoGradGuard guard;
+    auto gen = at::detail::createCPUGenerator(20260916);
+    const auto q =
+        std::get<0>(torch::linalg_qr(torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)))).to(stepper->dtype);
+    const auto settings = settings_dict(certificates::rule_settings(config.rule, 0.1));
+    c10::List<torch::Tensor> state;
+    torch::Tensor w = q;
+    for (int t = 0; t < 2; ++t) {
+      const auto g = torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)).to(stepper->dtype);
+      auto [next, s] = stepper->call(w, g, state, settings);
+      if (!torch::isfinite(next).all().item<bool>())
+        throw std::invalid_argument(where + ": forward returned frames that are not finite on a probe step");
+      w = next;
+      state = s;
+    }
+  }
+  const double u = config.dtype == "float32" ? 0x1p-24 : 0x1p-53;
+  return {.name = config.name,
+          .description = "a TorchScript rule (" + file.filename().string() + ", implementing " + config.rule +
+                         "), LibTorch, CPU, " + config.dtype,
+          .unit_roundoff = u,
+          .io_roundoff = u,
+          .make =
+              [stepper] {
+                static const bool configured = (configure_cpu_compute(1), true);
+                (void)configured;
+                return std::make_unique<ScriptRule>(stepper);
+              },
+          .only_rule = config.rule};
+}
+
+}  // namespace stiefel::training
