@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Mutation run of the certificate suite.
 
-Builds `stiefel certify` from a copy of the source tree with one seeded mutant of core/ at a time
-(each a bug an implementation of the paper's update plausibly makes), runs the full certificate,
+Builds `stiefel certify` from a copy of the source tree with one seeded mutant of core/ or of the
+training core's update (training/: a LibTorch build) at a time (each a bug an implementation of the
+paper's update plausibly makes), runs the full certificate,
 and records whether it fails (the mutant is killed) and which claims fail. The unmutated tree must
 certify first. Writes the mutation score to reports/mutation.json and reports/mutation.md.
 
 Usage:
-  ci/mutation.py [--work DIR] [--only ID[,ID...]] [--cases N] [--precision P] [--jobs J] [--resume]
+  ci/mutation.py [--work DIR] [--only ID[,ID...]] [--group all|core|trainer] [--cases N]
+                 [--precision P] [--jobs J] [--resume]
   ci/mutation.py --check        # every mutant applies to exactly one place of the current tree
   ci/mutation.py --list
 
@@ -85,7 +87,49 @@ MUTANTS = [
     ("exponential-truncated", "core/stiefel/exponential.h",
      "<= eps * sum.cwiseAbs().maxCoeff() / Scalar(16)", "<= Scalar(1e-10) * sum.cwiseAbs().maxCoeff()",
      "the matrix exponential's series truncated at 1e-10"),
+    # The training core's own update (a LibTorch build): the trainer's claims must kill these.
+    ("trainer-cap-over-all-heads", "training/src/frame_rules.cpp",
+     "const double cap = *h.cap_tau * std::sqrt(double(w.size(2)));",
+     "const double cap = *h.cap_tau * std::sqrt(double(w.size(2) * w.size(0)));",
+     "the trainer's cap tau sqrt(r) taken over the batch's B*r columns"),
+    ("trainer-eps-inside-sqrt", "training/src/frame_rules.cpp",
+     "const auto denom = (st.v / bias2).sqrt() + h.eps;", "const auto denom = (st.v / bias2 + h.eps).sqrt();",
+     "the trainer's Adam eps inside the square root"),
+    ("trainer-first-bias-correction-omitted", "training/src/frame_rules.cpp",
+     "const auto m_hat = st.m / bias1;", "const auto m_hat = st.m;",
+     "the trainer's first-moment bias correction omitted"),
+    ("trainer-mean-moment-over-rows", "training/src/frame_rules.cpp",
+     "/ double(xi.size(1) * xi.size(2))", "/ double(xi.size(1))",
+     "the trainer's B2-mean v_h averaged over d entries in place of d*r"),
+    ("trainer-column-moment-over-rows", "training/src/frame_rules.cpp",
+     "st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-2, true);",
+     "st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum(-1, true);",
+     "the trainer's per-column v summed along the rows (a per-row moment)"),
+    ("trainer-second-moment-wrong-beta2", "training/src/frame_rules.cpp",
+     "st.v = h.beta2 * st.v + (1 - h.beta2) * xi.pow(2).sum({-2, -1}, true);",
+     "st.v = h.beta2 * st.v + (1 - h.beta2 * h.beta2) * xi.pow(2).sum({-2, -1}, true);",
+     "the trainer's per-frame v accumulated with weight 1 - beta2^2"),
+    ("trainer-grassmann-as-stiefel", "training/src/frame_rules.cpp",
+     "      return g - w.bmm(bt(w).bmm(g));", "      return batched_project_tangent(w, g);",
+     "the trainer's horizontal (Grassmann) map replaced by the Stiefel projection"),
+    ("trainer-canonical-untransposed", "training/src/frame_rules.cpp",
+     "      return g - w.bmm(bt(g).bmm(w));", "      return g - w.bmm(bt(w).bmm(g));",
+     "the trainer's canonical gradient G - W G^T W computed with W^T G"),
+    ("trainer-sgd-unprojected", "training/src/frame_rules.cpp",
+     "eta = -h.lr * xi;", "eta = -h.lr * g;",
+     "the trainer's Riemannian SGD stepping along the Euclidean gradient"),
+    ("trainer-polar-wrong-side", "training/src/frame_rules.cpp",
+     "return u.bmm(vh);", "return u.bmm(bt(vh));",
+     "the trainer's polar factor U V (V^H transposed back) in place of U V^T"),
+    ("trainer-no-write-back", "training/src/frame_optimizer.cpp",
+     "p.copy_(from_frames(st.master, p, options.layout_).to(p.dtype()));", "(void)0;",
+     "FrameOptimizer not writing the stepped master back to the parameter"),
 ]
+
+
+def needs_torch(mutant):
+    """Mutants of the training core need a LibTorch build (the trainer's rule claims)."""
+    return mutant[1].startswith("training/")
 
 
 def fail(msg, code=2):
@@ -149,6 +193,8 @@ def main():
     ap.add_argument("--work", default=None, help="work folder (default: SOURCE/build/mutation)")
     ap.add_argument("--report", default=None, help="report stem (default: SOURCE/reports/mutation)")
     ap.add_argument("--only", default="", help="comma-separated mutant ids")
+    ap.add_argument("--group", choices=["all", "core", "trainer"], default="all",
+                    help="core: the mutants of core/ (no LibTorch build); trainer: those of training/")
     ap.add_argument("--cases", type=int, default=None, help="cases per claim passed to certify")
     ap.add_argument("--precision", choices=["double", "mp50", "both"], default=None)
     ap.add_argument("--jobs", type=int, default=None)
@@ -167,13 +213,13 @@ def main():
         return check(a.source)
     if a.cases is not None and a.cases < 1:
         fail(f"--cases {a.cases}: must be at least 1")
-    selected = MUTANTS
+    selected = [m for m in MUTANTS if a.group == "all" or needs_torch(m) == (a.group == "trainer")]
     if a.only:
         want = a.only.split(",")
         unknown = [w for w in want if w not in {m[0] for m in MUTANTS}]
         if unknown:
             fail(f"--only: unknown mutant id(s) {', '.join(unknown)} (see --list)")
-        selected = [m for m in MUTANTS if m[0] in want]
+        selected = [m for m in selected if m[0] in want]
     if check(a.source) != 0:
         fail("a mutant does not apply to the current tree; update MUTANTS")
 
@@ -195,9 +241,12 @@ def main():
             shutil.copy(os.path.join(a.source, f), dst)
             os.utime(dst)
     build_log = os.path.join(logs, "build.log")
-    if run(["cmake", "-S", src, "-B", bld, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
-            "-DSTIEFEL_WITH_TORCH=OFF", "-DSTIEFEL_BUILD_TESTS=OFF"], build_log) != 0:
-        fail(f"configuring the mutation build failed; see {build_log}")
+    # Two builds: without LibTorch for core/'s mutants (faster), with it for the trainer's.
+    builds = {False: bld, True: bld + "-torch"}
+    for torch in sorted({needs_torch(m) for m in selected}):
+        if run(["cmake", "-S", src, "-B", builds[torch], "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                f"-DSTIEFEL_WITH_TORCH={'ON' if torch else 'OFF'}", "-DSTIEFEL_BUILD_TESTS=OFF"], build_log) != 0:
+            fail(f"configuring the mutation build failed; see {build_log}")
 
     certify_args = []
     if a.cases is not None:
@@ -207,8 +256,9 @@ def main():
     if a.jobs is not None:
         certify_args += ["--jobs", str(a.jobs)]
 
-    def build_and_certify(tag):
+    def build_and_certify(tag, torch=False):
         t0 = time.monotonic()
+        bld = builds[torch]
         if run(["cmake", "--build", bld, "--target", "stiefel"], build_log) != 0:
             return {"status": "build-failed", "build_seconds": time.monotonic() - t0}
         t1 = time.monotonic()
@@ -241,7 +291,8 @@ def main():
     h = hashlib.sha256()
     for f in sorted(files):
         f = f.decode()
-        if f.startswith(("core/", "certificates/", "properties/", "cli/")) and os.path.isfile(os.path.join(src, f)):
+        if f.startswith(("core/", "certificates/", "properties/", "cli/", "training/")) and \
+                os.path.isfile(os.path.join(src, f)):
             h.update(f.encode() + b"\0" + open(os.path.join(src, f), "rb").read())
     digest = h.hexdigest()
     stem = os.path.abspath(a.report or os.path.join(a.source, "reports", "mutation"))
@@ -253,16 +304,24 @@ def main():
         if old.get("tree_digest") == digest and old.get("certify_options") == (certify_args or ["(defaults)"]):
             previous = {r["id"]: r for r in old["mutants"]}
             base = old["baseline"]
+            if "build_seconds" in base:  # a report of one build (core/ only)
+                base = {"core": base}
             print(f"resuming: {len(previous)} mutant(s) already run on this tree", flush=True)
         else:
             print("resume: the report is of another tree or other options; starting afresh", flush=True)
 
     if base is None:
-        print("baseline (unmutated tree) ...", flush=True)
-        base = build_and_certify("baseline")
-        if base["status"] != "survived":
-            fail(f"the unmutated tree does not certify ({base['status']}); see {logs}")
-        print(f"  certifies: build {base['build_seconds']} s, certify {base['certify_seconds']} s", flush=True)
+        base = {}
+    for torch in sorted({needs_torch(m) for m in selected if m[0] not in previous}):
+        key = "libtorch" if torch else "core"
+        if key in base:
+            continue
+        print(f"baseline (unmutated tree, {key} build) ...", flush=True)
+        b = build_and_certify("baseline-" + key, torch)
+        if b["status"] != "survived":
+            fail(f"the unmutated tree does not certify ({b['status']}, {key} build); see {logs}")
+        print(f"  certifies: build {b['build_seconds']} s, certify {b['certify_seconds']} s", flush=True)
+        base[key] = b
 
     rows = [previous[m[0]] for m in selected if m[0] in previous]
     for m in selected:
@@ -276,7 +335,7 @@ def main():
             with open(path, "w") as f:
                 f.write(apply(original, m))
             print(f"{mid} ...", flush=True)
-            r = build_and_certify(mid)
+            r = build_and_certify(mid, needs_torch(m))
         finally:
             with open(path, "w") as f:
                 f.write(original)
@@ -311,13 +370,16 @@ def write_report(stem, rows, base, certify_args, digest, planned):
     lines = ["# Mutation run of the certificate suite", "",
              f"Generated {report['generated_utc']} by `{report['command']}`; `stiefel certify` options: "
              f"{' '.join(report['certify_options'])}.",
-             "Each mutant is one seeded bug in `core/`; the tree is rebuilt with it and the whole "
+             "Each mutant is one seeded bug in `core/` or in the training core's update (`training/`, "
+             "built with LibTorch); the tree is rebuilt with it and the whole "
              "certificate is run. A mutant is killed when `stiefel certify` fails (exit 1).", "",
              f"**Mutation score: {killed} of {len(rows)} killed"
              + (f" ({report['score']['percent']}%)" if rows else "") + ".**"
              + ("" if len(rows) == planned else f" (partial: {len(rows)} of {planned} mutants run; "
                                                  "`ci/mutation.py --resume` continues)"), "",
-             f"Unmutated tree: certifies (build {base['build_seconds']} s, certify {base['certify_seconds']} s).", "",
+             "Unmutated tree: certifies ("
+             + "; ".join(f"{k} build: build {b['build_seconds']} s, certify {b['certify_seconds']} s"
+                         for k, b in base.items()) + ").", "",
              "| mutant | file | bug | status | claims that fail | certify s |",
              "|---|---|---|---|---|---|"]
     for r in rows:
