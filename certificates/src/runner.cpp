@@ -256,7 +256,9 @@ Verdict judge(const ClaimSetting& s, const std::vector<CaseRecord>& cases, const
   if (s.use_mp50) v.counterexample["mp50"] = result_json(rmp = guarded(s.active->mp50, minimal));
   if (s.use_double && s.use_mp50) {
     // A false claim's violation does not shrink with precision; a rounding artefact does.
-    const bool persists = !passes(rmp, s.claim.tolerance) && std::abs(rmp.residual) >= 0.01 * std::abs(r64.residual);
+    // (A NaN residual, frames that are not finite, persists whatever the precision.)
+    const bool persists = !passes(rmp, s.claim.tolerance) &&
+                          (std::isnan(rmp.residual) || std::abs(rmp.residual) >= 0.01 * std::abs(r64.residual));
     v.observed = persists ? "refuted" : "inconclusive";
     std::ostringstream os;
     os << std::setprecision(4) << (persists ? "violation persists at 50 digits" : "violation shrinks with precision")
@@ -353,7 +355,7 @@ nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, 
       {"figures", figures},
       {"seconds", run.seconds},
       {"reproduce", "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " + std::to_string(opt.cases) +
-                        " --claims '^" + claim.id + "$'"}};
+                        " --claims '^" + claim.id + "$'" + opt.reproduce_options}};
 }
 
 // Runs one claim: its cases, its verdict, its controls, its figures.
@@ -543,6 +545,7 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   std::string reproduce = "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
                           std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " + precision_name;
   if (opt.swap_control) reproduce += " --swap-control " + *opt.swap_control;
+  reproduce += opt.reproduce_options;
   result.certificate = {
       {"schema_version", kSchemaVersion},
       {"generator", generator_json()},

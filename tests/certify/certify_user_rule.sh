@@ -61,7 +61,19 @@ c = json.load(open(sys.argv[1]))
 k = next(k for k in c["claims"] if k["id"] == "rule-equivariance-elementwise-adam")
 ce = k["counterexample"]
 assert ce and ce["float64"]["ratio"] > 1e6, ce
+assert "--rule '" in k["reproduce"] and "--rule-config '" in k["reproduce"], k["reproduce"]
 PY
+# The recorded command replays the refutation.
+cmd=$("$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(next(k["reproduce"] for k in c["claims"] if k["id"] == "rule-equivariance-elementwise-adam"))' "$work/elementwise_adam.cert.json")
+eval "\"$stiefel\" certify ${cmd#stiefel certify } --jobs 2 --out \"$work/replay.json\"" > "$work/replay.log" 2>&1
+grep -q "rule-equivariance-elementwise-adam .*refuted" "$work/replay.log" || { cat "$work/replay.log"; fail "the reproduce command does not replay"; }
+
+# A rule whose frames are not finite where eps = 0 (the load-time probe uses eps 1e-8) is refuted,
+# not passed: a NaN residual is no residual of zero.
+certify nan_at_eps0
+[ "$rc" -eq 1 ] || { cat "$work/nan_at_eps0.log"; fail "a rule returning NaN at eps = 0: exit $rc, expected 1"; }
+grep -q "rule-scale-free-nan-at-eps0 *certified refuted" "$work/nan_at_eps0.log" ||
+  { cat "$work/nan_at_eps0.log"; fail "NaN frames were not refuted"; }
 
 certify euclidean_moment
 [ "$rc" -eq 1 ] || { cat "$work/euclidean_moment.log"; fail "the buggy rule: exit $rc, expected 1"; }
@@ -86,7 +98,7 @@ expect "wrong_shape.pt: forward returned frames of shape" --rule "$work/rules/wr
 expect "not_finite.pt: forward returned frames that are not finite" --rule "$work/rules/not_finite.pt"
 expect "wrong_dtype.pt: forward returned frames of dtype Float" --rule "$work/rules/wrong_dtype.pt"
 echo '{"rule": "b3"}' > "$work/c1.json"
-expect "rule 'b3' is none of" --rule "$work/rules/b2.pt" --rule-config "$work/c1.json"
+expect "rule 'b3' is not a frame rule" --rule "$work/rules/b2.pt" --rule-config "$work/c1.json"
 echo '{"rule": "b2",' > "$work/c2.json"
 expect "c2.json: not JSON" --rule "$work/rules/b2.pt" --rule-config "$work/c2.json"
 echo '{"nmae": "x"}' > "$work/c3.json"
@@ -95,5 +107,13 @@ echo '{"name": "trainer"}' > "$work/c4.json"
 expect "name 'trainer' is taken" --rule "$work/rules/b2.pt" --rule-config "$work/c4.json"
 echo '{"dtype": "float16"}' > "$work/c5.json"
 expect "dtype 'float16'" --rule "$work/rules/b2.pt" --rule-config "$work/c5.json"
+echo '{"dtype": "float32"}' > "$work/c6.json"
+expect "dtype 'float32': the update claims are not yet sized" --rule "$work/rules/b2.pt" --rule-config "$work/c6.json"
+echo '{"rule": "b2-sgd"}' > "$work/c7.json"
+expect "rule 'b2-sgd' has no update claims for a single rule yet" --rule "$work/rules/b2.pt" --rule-config "$work/c7.json"
+echo '{"name": ""}' > "$work/c8.json"
+expect "'name' is empty" --rule "$work/rules/b2.pt" --rule-config "$work/c8.json"
+expect "not a file" --rule "$work/rules/b2.pt" --rule-config "$work/rules"
+expect "raised" --rule "$work/rules/raises.pt"
 expect "--rule-config needs --rule" --rule-config "$work/c5.json"
 echo "user rules: B2 certified, the elementwise rule refuted on equivariance only, the buggy rule refuted; bad modules refused"

@@ -3,6 +3,7 @@
 #include <torch/script.h>
 
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <stiefel/training/compute.h>
@@ -59,7 +60,10 @@ struct Stepper {
       out = module.forward({w, g, state, settings});
     } catch (const c10::Error& e) {
       throw std::invalid_argument(
-          file + ": forward(w, g, state, settings) failed: " + std::string(e.what_without_backtrace()));
+          file + ": forward(w, g, state, settings) failed: " + std::string(e.what_without_backtrace()).substr(0, 600));
+    } catch (const std::exception& e) {  // a `raise` in the script (torch::jit::JITException)
+      throw std::invalid_argument(file +
+                                  ": forward(w, g, state, settings) raised: " + std::string(e.what()).substr(0, 600));
     }
     if (!out.isTuple() || out.toTupleRef().elements().size() != 2)
       throw std::invalid_argument(file + ": forward must return a tuple (frames, state)");
@@ -78,9 +82,18 @@ struct Stepper {
   }
 };
 
+// Module::clone registers a new class type in the module's compilation unit: one at a time.
+Stepper clone(const Stepper& loaded) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  return Stepper{loaded.module.clone(), loaded.file, loaded.dtype};
+}
+
+// Each rule under test steps its own clone of the module: a module that keeps anything in its
+// attributes cannot leak it between the claims' runs, which run on several threads.
 class ScriptRule final : public certificates::UpdateRule {
  public:
-  explicit ScriptRule(std::shared_ptr<Stepper> stepper) : stepper_(std::move(stepper)) {}
+  explicit ScriptRule(const Stepper& loaded) : stepper_(std::make_shared<Stepper>(clone(loaded))) {}
 
   void start(const Frames<double>&, const RuleSettings& s) override {
     settings_ = settings_dict(s);
@@ -100,19 +113,32 @@ class ScriptRule final : public certificates::UpdateRule {
   c10::List<torch::Tensor> state_;
 };
 
+// The file's stem as a claim-id suffix: lower case, every other character a '-', none leading or
+// trailing, at most 48 characters.
 std::string stem_name(const std::filesystem::path& file) {
   std::string s;
   for (const char c : file.stem().string()) {
     const char l = char(std::tolower(static_cast<unsigned char>(c)));
     s += std::isalnum(static_cast<unsigned char>(l)) ? l : '-';
   }
-  return s.empty() ? "user" : s;
+  const auto first = s.find_first_not_of('-');
+  if (first == std::string::npos) return "user";
+  s = s.substr(first, 48);
+  return s.substr(0, s.find_last_not_of('-') + 1);
+}
+
+// The rules whose claims a --rule module can meet: the adaptive rules (the controls are sized for
+// adaptive steps) that move at every r <= d (the horizontal map's space is {0} at r = d).
+const std::vector<std::string>& certifiable_rules() {
+  static const std::vector<std::string> rules{"b2", "b2-mean-moment", "b2-column", "b2m", "b2m-can"};
+  return rules;
 }
 
 }  // namespace
 
 ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
   const std::string where = "--rule-config " + file.string();
+  if (!std::filesystem::is_regular_file(file)) throw std::invalid_argument(where + ": not a file");
   std::ifstream in(file);
   if (!in) throw std::invalid_argument(where + ": cannot be read");
   nlohmann::json j;
@@ -128,7 +154,10 @@ ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
       throw std::invalid_argument(where + ": unknown key '" + key + "' (name, rule, dtype)");
     if (!value.is_string()) throw std::invalid_argument(where + ": '" + key + "' must be a string");
   }
-  if (j.contains("name")) c.name = j["name"];
+  if (j.contains("name")) {
+    c.name = j["name"];
+    if (c.name.empty()) throw std::invalid_argument(where + ": 'name' is empty (leave it out for the file's stem)");
+  }
   if (j.contains("rule")) c.rule = j["rule"];
   if (j.contains("dtype")) c.dtype = j["dtype"];
   return c;
@@ -138,15 +167,25 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
                                                             ScriptRuleConfig config) {
   const std::string where = "--rule " + file.string();
   if (config.name.empty()) config.name = stem_name(file);
-  if (!std::regex_match(config.name, std::regex("[a-z0-9][a-z0-9-]*")))
-    throw std::invalid_argument(where + ": name '" + config.name + "' must match [a-z0-9][a-z0-9-]*");
-  if (config.dtype != "float64" && config.dtype != "float32")
-    throw std::invalid_argument(where + ": dtype '" + config.dtype + "' must be float64 or float32");
-  const auto names = certificates::rule_names();
+  if (!std::regex_match(config.name, std::regex("[a-z0-9][a-z0-9-]{0,47}")))
+    throw std::invalid_argument(where + ": name '" + config.name +
+                                "' must match [a-z0-9][a-z0-9-]* and have at most 48 characters");
+  if (config.dtype == "float32")
+    throw std::invalid_argument(where +
+                                ": dtype 'float32': the update claims are not yet sized to float32 (their "
+                                "controls fall below its rounding at small steps); script the rule in float64");
+  if (config.dtype != "float64") throw std::invalid_argument(where + ": dtype '" + config.dtype + "' must be float64");
+  const auto& names = certifiable_rules();
   if (std::find(names.begin(), names.end(), config.rule) == names.end()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw std::invalid_argument(where + ": rule '" + config.rule + "' is none of " + list);
+    const auto all = certificates::rule_names();
+    const bool known = std::find(all.begin(), all.end(), config.rule) != all.end();
+    throw std::invalid_argument(where + ": rule '" + config.rule + "' " +
+                                (known ? "has no update claims for a single rule yet (fixed-step and frozen "
+                                         "rules, and the horizontal map, whose space is {0} at r = d); "
+                                       : "is not a frame rule; ") +
+                                "--rule certifies " + list);
   }
   auto stepper = std::make_shared<Stepper>();
   stepper->file = where;
@@ -189,7 +228,7 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
               [stepper] {
                 static const bool configured = (configure_cpu_compute(1), true);
                 (void)configured;
-                return std::make_unique<ScriptRule>(stepper);
+                return std::make_unique<ScriptRule>(*stepper);
               },
           .only_rule = config.rule};
 }

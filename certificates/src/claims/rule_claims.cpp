@@ -8,6 +8,8 @@
 #include <stiefel/certificates/update_rule.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -58,9 +60,23 @@ std::vector<FrameRule> rules_for(const RuleImplementation& impl, std::vector<Fra
   return {*r};
 }
 
+// The larger of two residuals, NaN winning: a rule that returns frames that are not finite fails
+// the claim (std::max would drop the NaN).
+double worse(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
+}
+
+template <class S>
+double max_abs(const Matrix<S>& m) {
+  double out = 0;
+  for (Index j = 0; j < m.cols(); ++j)
+    for (Index i = 0; i < m.rows(); ++i) out = worse(out, std::abs(to_double(m(i, j))));
+  return out;
+}
+
 double max_abs_difference(const Frames<double>& a, const Frames<double>& b) {
   double m = 0;
-  for (std::size_t h = 0; h < a.size(); ++h) m = std::max(m, (a[h] - b[h]).cwiseAbs().maxCoeff());
+  for (std::size_t h = 0; h < a.size(); ++h) m = worse(m, max_abs<double>(a[h] - b[h]));
   return m;
 }
 
@@ -79,13 +95,24 @@ std::pair<double, double> gradient_norm_range(const Case& c) {
   return {lo, hi};
 }
 
+// A case's rate for a rule: the drawn rate for the adaptive rules; for the fixed-step rules the
+// drawn rate over the case's largest gradient norm, so that their largest step has the adaptive
+// rules' size. (A step lr·||G|| with ||G|| up to 10^7 is no step along the manifold, and its
+// rounding grows through the next step's projection, which multiplies a frame's error by
+// lr·||G||, faster than any fixed roundoff tolerance: residuals of 8e-10 at lr·||G|| = 500.)
+double case_rate(const Case& c, FrameRule rule) {
+  const double lr = pow10(c.log10_lr);
+  return is_adam_rule(rule) || rule == FrameRule::kFrozen ? lr : lr / gradient_norm_range(c).second;
+}
+
 // The rounding a rule's frames carry, as u·factor with u the arithmetic's unit roundoff: W + eta is
 // formed with an error of u·||eta||, which the polar factor (sigma_min(W + eta) >= 1) passes on, so a
 // step adds u·d·r·(1 + ||eta||). A fixed-step rule's eta is lr·||Pi G|| <= lr·max||G||; an adaptive
 // rule's at most lr·C_t <= 7.3 lr. A term lambda W added to G cancels in the projection to
 // u·lambda·sqrt(r), relative to the smallest gradient. Where frames and gradients cross in a coarser
-// dtype (u_io), each step's gradient carries a relative error u_io, which moves the direction (m_hat
-// and sqrt(v_hat) each by u_io) by at most 4 u_io ||eta||, and each frame read is rounded once. Where
+// dtype (u_io), each step's gradient carries a relative error u_io, which moves the step (m_hat and
+// sqrt(v_hat) each by u_io) by at most 4 u_io ||eta||, T times over, and each frame read is rounded
+// once: u_io (1 + 4 T ||eta||max). Where
 // the two runs compared see the same rounded gradients up to an exact factor (scaled by 2^k), only
 // the frame's rounding is left (same_gradients).
 double rounding_factor(const RuleImplementation& impl, const Case& c, const RuleSettings& s, double lambda = 0,
@@ -95,7 +122,7 @@ double rounding_factor(const RuleImplementation& impl, const Case& c, const Rule
   const double added = lambda > 0 ? 1 + lambda * std::sqrt(double(c.r)) / std::max(lo, 1e-300) : 1;
   const double arithmetic = double(c.d * c.r * c.steps) * (1 + step) * added;
   if (!(impl.io_roundoff > impl.unit_roundoff)) return arithmetic;
-  const double io = same_gradients ? 1 : (1 + 4 * double(c.steps) * (1 + step)) * added;
+  const double io = same_gradients ? 1 : (1 + 4 * double(c.steps) * step) * added;
   return arithmetic + io * impl.io_roundoff / impl.unit_roundoff;
 }
 
@@ -227,7 +254,7 @@ std::vector<Frames<S>> core_run(FrameRule rule, const Case& c, AgreementMutant m
         state = std::move(next.state);
       }
     } else {
-      w = riemannian_sgd_step<S>(w, g, sgd_rule_hyper<S>(rule, lr));
+      w = riemannian_sgd_step<S>(w, g, sgd_rule_hyper<S>(rule, S(case_rate(c, rule) * bump)));
     }
     out.push_back(w);
   }
@@ -235,21 +262,25 @@ std::vector<Frames<S>> core_run(FrameRule rule, const Case& c, AgreementMutant m
 }
 
 template <class S>
-CheckResult agreement(const RuleImplementation& impl, const Case& c, AgreementMutant mutant) {
+CheckResult agreement(const RuleImplementation& impl, const Case& drawn_case, AgreementMutant mutant) {
+  // The fourth-order control runs both sides at eps = 0, so that its steps have their full size
+  // even where the gradients are far below eps (the rule is then eps-free on both sides).
+  Case c = drawn_case;
+  if (mutant == AgreementMutant::kSecondOrderPolar) c.eps_zero = true;
   // The case's rule, and B2 beside it (the frozen rule takes no step, so no reference mutant can show).
   const FrameRule drawn = impl.only_rule.empty() ? kFrameRules[std::size_t(c.x)] : rules_for(impl, {}).front();
   std::vector<FrameRule> rules{drawn};
   if (drawn != FrameRule::kB2 && impl.only_rule.empty()) rules.push_back(FrameRule::kB2);
   CheckResult out;
   for (const FrameRule rule : rules) {
-    const auto s = settings_of(rule, pow10(c.log10_lr), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    const auto s = settings_of(rule, case_rate(c, rule), c.eps_zero ? 0.0 : pow10(c.log10_eps));
     auto r = impl.make();
     const auto mine = run_rule(*r, c, s, kSame);
     const auto ref = core_run<S>(rule, c, mutant);
     double diff = 0;
     for (std::size_t t = 0; t < mine.size(); ++t)
       for (std::size_t h = 0; h < mine[t].size(); ++h)
-        diff = std::max(diff, to_double(S((ref[t][h] - mine[t][h].template cast<S>()).cwiseAbs().maxCoeff())));
+        diff = worse(diff, max_abs<S>(ref[t][h] - mine[t][h].template cast<S>()));
     keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s)));
   }
   out.detail = {{"rule", frame_rule_arm(drawn)}};
@@ -265,13 +296,15 @@ Claim agrees_with_core(const RuleImplementation& impl) {
       "one rule of the nine per case (B2, B2-mean, B2 per-column, B2 Grassmann, B2m, B2m-can, PA16, fixed-step "
       "Stiefel, frozen) and B2 beside it, d in [2,10], r in [1,d], H in [1,3], T in [1,30] steps of the sequence "
       "claims' "
-      "gradients (seven profiles, scale 10^[-6,6]), rate 10^[-2,0] (the cap binds at the top), eps 1e-8; 40 "
+      "gradients (seven profiles, scale 10^[-6,6]), rate 10^[-2,0] (the cap binds at the top; a fixed-step rule's "
+      "rate is divided by the case's largest ||G||), eps 1e-8; 40 "
       "cases";
   c.residual =
       "max |W_impl - W_core| over steps and entries (entries of size <= 1): in float64 against core/ in float64, "
       "in the 50-digit slot against core/ in 50 digits; factor d*r*T*(1 + ||eta||max), ||eta||max = 8 lr for an "
-      "adaptive rule, lr max||G|| for a fixed-step one (W + eta is formed to u ||eta||), in the implementation's "
-      "unit roundoff u, plus (1 + 4T(1 + ||eta||max)) u_io/u where frames and gradients cross in a coarser dtype "
+      "adaptive rule, lr max||G|| (= the drawn rate) for a fixed-step one (W + eta is formed to u ||eta||), in the "
+      "implementation's "
+      "unit roundoff u, plus (1 + 4T ||eta||max) u_io/u where frames and gradients cross in a coarser dtype "
       "(u_io); the worse of the case's rule and B2";
   c.analysis = "The same stages in the same order; only rounding separates the two.";
   c.generator_fn = [] { return sequence_cases(2, 30, -2, 0, false); };
@@ -289,7 +322,7 @@ Claim agrees_with_core(const RuleImplementation& impl) {
   if (!(impl.io_roundoff > 0x1p-40))
     c.controls.push_back({"reference-second-order-polar",
                           "core/'s adaptive rules retracting by the second-order expansion (W + eta)(I - eta^T eta / "
-                          "2): a reference that is not the rule",
+                          "2), both sides at eps 0: a reference that is not the rule",
                           bind(AgreementMutant::kSecondOrderPolar)});
   return c;
 }
@@ -303,8 +336,10 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
   CheckResult out;
   for (const FrameRule rule : rules_for(impl, {std::begin(kFrameRules), std::end(kFrameRules)})) {
     if (!is_adam_rule(rule)) continue;
-    RuleSettings s = settings_of(rule, pow10(c.log10_lr), 0.0);
-    if (mutant == ScaleMutant::kEpsAtGradientScale) s.eps = pow10(c.log10_scale);
+    RuleSettings s = settings_of(rule, case_rate(c, rule), 0.0);
+    // The largest gradient's norm: eps then halves the largest step at least (a profile can take a
+    // gradient eight decades below the base scale, where an eps at the base scale stops the rule).
+    if (mutant == ScaleMutant::kEpsAtGradientScale) s.eps = gradient_norm_range(c).second;
     auto a = impl.make();
     auto b = impl.make();
     const auto plain = run_rule(*a, c, s, kSame);
@@ -313,7 +348,7 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
       return g;
     });
     double diff = 0;
-    for (std::size_t t = 0; t < plain.size(); ++t) diff = std::max(diff, max_abs_difference(plain[t], scaled[t]));
+    for (std::size_t t = 0; t < plain.size(); ++t) diff = worse(diff, max_abs_difference(plain[t], scaled[t]));
     keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, 0, /*same_gradients=*/true)));
   }
   return out;
@@ -343,7 +378,7 @@ Claim scale_free_claim(const RuleImplementation& impl) {
     return same_in_both([impl, m](const Case& k) { return scale_free(impl, k, m); });
   };
   c.check = bind(ScaleMutant::kNone);
-  c.controls = {{"eps-at-gradient-scale", "eps at the gradients' base scale in place of 0",
+  c.controls = {{"eps-at-gradient-scale", "eps at the largest gradient's norm in place of 0",
                  bind(ScaleMutant::kEpsAtGradientScale)}};
   return c;
 }
@@ -371,7 +406,10 @@ CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationM
     off = matrix_exponential<double>(Matrix<double>(-delta * j));  // Q^T G becomes exp(delta J)^T Q^T G
   }
   for (const FrameRule rule : rules) {
-    const RuleSettings s = settings_of(rule, pow10(c.log10_lr), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    RuleSettings s = settings_of(rule, case_rate(c, rule), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    // eps = 0 for the elementwise control: an eps above the gradients makes the quotient linear in
+    // G, and so equivariant, hiding the elementwise moment.
+    if (mutant == RotationMutant::kElementwiseMoment) s.eps = 0;
     auto a = impl.make();
     auto b = impl.make();
     const auto plain = run_rule(*a, c, s, kSame);
@@ -387,7 +425,7 @@ CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationM
     for (std::size_t t = 0; t < plain.size(); ++t) {
       Frames<double> back;
       for (const auto& f : plain[t]) back.push_back(q.transpose() * f);
-      diff = std::max(diff, max_abs_difference(back, rotated[t]));
+      diff = worse(diff, max_abs_difference(back, rotated[t]));
     }
     keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s)));
   }
@@ -413,7 +451,7 @@ Claim equivariance_claim(const RuleImplementation& impl) {
   };
   c.check = bind(RotationMutant::kNone);
   if (impl.only_rule.empty())
-    c.controls = {{"elementwise-moment", "the elementwise second moment (B2m) through the same implementation",
+    c.controls = {{"elementwise-moment", "the elementwise second moment (B2m, eps 0) through the same implementation",
                    bind(RotationMutant::kElementwiseMoment)}};
   else  // one rule only: the near miss is in the rotation, not in a second rule
     c.controls = {{"gradients-off-rotation",
@@ -436,7 +474,7 @@ CheckResult decay_annihilated(const RuleImplementation& impl, const Case& c, Dec
   CheckResult out;
   for (const FrameRule rule : rules_for(impl, {std::begin(kFrameRules), std::end(kFrameRules)})) {
     if (rule == FrameRule::kFrozen) continue;
-    const RuleSettings s = settings_of(rule, pow10(c.log10_lr), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    const RuleSettings s = settings_of(rule, case_rate(c, rule), c.eps_zero ? 0.0 : pow10(c.log10_eps));
     auto a = impl.make();
     auto b = impl.make();
     const auto plain = run_rule(*a, c, s, kSame);
@@ -448,7 +486,7 @@ CheckResult decay_annihilated(const RuleImplementation& impl, const Case& c, Dec
       return g;
     });
     double diff = 0;
-    for (std::size_t t = 0; t < plain.size(); ++t) diff = std::max(diff, max_abs_difference(plain[t], decayed[t]));
+    for (std::size_t t = 0; t < plain.size(); ++t) diff = worse(diff, max_abs_difference(plain[t], decayed[t]));
     keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, case_lambda)));
   }
   return out;
@@ -496,12 +534,15 @@ CheckResult frozen(const RuleImplementation& impl, const Case& c, FrozenRuleMuta
   double worst = 0;
   for (const FrameRule rule : rules_for(impl, {FrameRule::kB2, FrameRule::kFrozen})) {
     RuleSettings s = settings_of(rule, 0.0, 1e-8);
-    if (mutant == FrozenRuleMutant::kSmallRate) s.lr = control_size(impl, 1e-6, 16);
+    if (mutant == FrozenRuleMutant::kSmallRate) {
+      s.lr = control_size(impl, 1e-6, 16);
+      s.eps = 0;  // B2's step is then the rate itself, whatever the gradients' size
+    }
     auto a = impl.make();
     Rng rng(c.seed);
     const Frames<double> w0 = random_frames<double>(rng, {c.d, c.r}, c.heads);
     const auto run = run_rule(*a, c, s, kSame);
-    for (const auto& w : run) worst = std::max(worst, max_abs_difference(w, w0));
+    for (const auto& w : run) worst = worse(worst, max_abs_difference(w, w0));
   }
   return roundoff(worst, impl.unit_roundoff, rounding_factor(impl, c, settings_of(FrameRule::kFrozen, 0.0, 1e-8)));
 }
@@ -518,7 +559,9 @@ Claim frozen_claim(const RuleImplementation& impl) {
     return same_in_both([impl, m](const Case& k) { return frozen(impl, k, m); });
   };
   c.check = bind(FrozenRuleMutant::kNone);
-  c.controls = {{"small-rate", "rate max(1e-6, 2^16 u_io) in place of 0 (1e-6 in float64, 0.004 for float32 frames)",
+  c.controls = {{"small-rate",
+                 "rate max(1e-6, 2^16 u_io) and eps 0 in place of rate 0 (1e-6 in float64, 0.004 for float32 "
+                 "frames)",
                  bind(FrozenRuleMutant::kSmallRate)}};
   return c;
 }

@@ -21,6 +21,9 @@ struct RunOptions {
   // every control, swapped into the real pipeline, makes the certificate fail).
   std::optional<std::string> swap_control;
   std::string command_line;  // recorded in the certificate
+  // Options that register what the claims run on (`--rule FILE --rule-config FILE`), appended to
+  // every reproduce command so that it replays.
+  std::string reproduce_options;
 };
 
 struct RunResult {

@@ -41,7 +41,7 @@ struct RuleImplementation {
   // The unit roundoff of the update's arithmetic, and that of the dtype frames and gradients cross
   // in (the trainer: float64 master frames and moments, float32 parameters and gradients). Where
   // the second is coarser, its rounding enters once per step (the gradient) and once per read frame,
-  // not once per flop: the tolerance adds u_io (1 + 4 T (1 + ||eta||max)) to the arithmetic's term.
+  // not once per flop: the tolerance adds u_io (1 + 4 T ||eta||max) to the arithmetic's term.
   double unit_roundoff = 0x1p-53;
   double io_roundoff = 0x1p-53;
   std::function<std::unique_ptr<UpdateRule>()> make;

@@ -7,7 +7,8 @@
 // w and g are [H, d, r] in the configured dtype; state is [] before the first step and then
 // whatever the previous call returned; settings holds "lr", "beta1", "beta2", "eps" and, where the
 // rule is capped, "cap_tau" (the preset of the core rule the module implements, the rate and eps
-// set by each claim). It returns the next frames [H, d, r] and the next state.
+// set by each claim). It returns the next frames [H, d, r] and the next state. State belongs in the
+// list, not in the module's attributes: each run steps its own clone of the module.
 #pragma once
 
 #include <filesystem>
@@ -20,9 +21,11 @@ namespace stiefel::training {
 
 // What the module is: --rule-config's JSON object. Every key is optional.
 //   "name":  the suffix of its claims' ids (default: the file's stem), [a-z0-9-]+
-//   "rule":  the core rule it implements, one of certificates::rule_names() (default "b2"): the
-//            settings it is given and the reference the agreement claim compares it with
-//   "dtype": "float64" (default) or "float32": the dtype of w, g and the returned frames
+//   "rule":  the core rule it implements (default "b2"): the settings it is given and the reference
+//            the agreement claim compares it with; one of b2, b2-mean-moment, b2-column, b2m,
+//            b2m-can (the adaptive rules whose claims' controls a single rule can meet)
+//   "dtype": "float64" (default, and the only one accepted: the claims' controls are not yet sized
+//            to float32): the dtype of w, g and the returned frames
 struct ScriptRuleConfig {
   std::string name, rule = "b2", dtype = "float64";
 };
