@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmark of the default `stiefel certify` (every claim, 200 cases, float64 and 50 digits):
-# wall time of REPEAT runs and the ten slowest claims of the last one.
+# Benchmark of the default `stiefel certify` (every claim of the default group, 200 cases, float64
+# and 50 digits): wall time of REPEAT runs and the ten slowest claims of the last one; then the
+# paper-size group (`--group paper-size`, where the build has one) once, on its own.
 # Usage: bench/certify.sh [BUILD_DIR] [REPEAT]
 set -euo pipefail
 build=${1:-build/default} repeat=${2:-3}
@@ -21,3 +22,9 @@ print("slowest claims (seconds, both precisions and all controls):")
 for k in sorted(c["claims"], key=lambda k: -k["seconds"])[:10]:
     print(f"  {k['seconds']:7.2f}  {k['id']}")
 PY
+if "$build/stiefel" certify --list | grep -q 'at-paper-size-trainer '; then
+  start=$(date +%s.%N)
+  "$build/stiefel" certify --group paper-size --out "$out/paper-size.json" 2> "$out/ps.txt" || { cat "$out/ps.txt"; exit 1; }
+  end=$(date +%s.%N)
+  printf 'paper-size group: %.1f s wall (%s)\n' "$(echo "$end - $start" | bc)" "$(tail -n 1 "$out/ps.txt")"
+fi

@@ -37,6 +37,11 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
       ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_option("--claims", args.run.claims, "regular expression selecting claim ids")->capture_default_str();
+  cmd->add_option("--group", args.run.group,
+                  "claims' group: default, paper-size (every implementation's update rule at the paper's sizes "
+                  "over thousands of steps, timed on its own), or all")
+      ->check(CLI::IsMember({"default", "paper-size", "all"}))
+      ->capture_default_str();
   cmd->add_option("--precision", args.precision, "float64, 50-digit, or both on the same inputs")
       ->check(CLI::IsMember({"double", "mp50", "both"}))
       ->capture_default_str();
@@ -61,7 +66,8 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
 void list_claims() {
   for (const auto& c : certificates::registry()) {
     std::cout << c.id << "  [" << c.source << "]  expected "
-              << (c.expected == certificates::Expected::kRefuted ? "refuted" : "certified") << "\n";
+              << (c.expected == certificates::Expected::kRefuted ? "refuted" : "certified")
+              << (c.group == "default" ? std::string() : "  group " + c.group) << "\n";
     for (const auto& ctl : c.controls) std::cout << "    control " << ctl.id << ": " << ctl.description << "\n";
   }
 }
@@ -122,13 +128,13 @@ int run_suite(CertifyArgs& args, const CLI::App& cmd) {
 void add_certify_command(CLI::App& app, int& exit_code) {
 #ifdef STIEFEL_WITH_TORCH
   // The code that trains is certified beside core/: the update claims through the trainer's
-  // frame_step, on the CPU and, where a GPU is present, on CUDA.
-  // (The float32-parameter path, trainer_rule_implementation(device, torch::kFloat32), is not
-  // registered: its equivariance residual reaches 0.096 on a generated case at rate 0.3 over 25
-  // steps, and its controls are not yet sized to float32 at every case; docs/findings.md.)
-  certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCPU));
-  if (torch::cuda::is_available())
-    certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCUDA));
+  // FrameOptimizer::step, with float64 parameters and with float32 ones (the model's dtype), on the
+  // CPU and, where a GPU is present, on CUDA.
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCPU, dtype));
+    if (torch::cuda::is_available())
+      certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCUDA, dtype));
+  }
 #endif
   auto* cmd = app.add_subcommand("certify",
                                  "Check every registered claim of the paper and write a "

@@ -29,7 +29,7 @@
 namespace stiefel::certificates {
 namespace {
 
-constexpr const char* kSchemaVersion = "1.2";
+constexpr const char* kSchemaVersion = "1.3";
 constexpr int kMaxShrinkEvaluations = 400;
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
@@ -161,7 +161,7 @@ ClaimSetting claim_setting(const Claim& claim, const RunOptions& opt) {
 struct CaseTally {
   int fail64 = 0, failmp = 0;
   double worst64 = -1, worstmp = -1, resid64 = 0, residmp = 0;
-  nlohmann::json worst_case;
+  nlohmann::json worst_case, worst_detail = nlohmann::json::object();
   std::optional<std::size_t> first_failure;
 };
 
@@ -180,6 +180,7 @@ CaseTally run_cases(const ClaimSetting& s, const std::vector<CaseRecord>& cases)
         t.worst64 = ratio;
         t.resid64 = r.residual;
         t.worst_case = to_json(c);
+        t.worst_detail = r.detail;
       }
     }
     if (s.use_mp50) {
@@ -192,7 +193,10 @@ CaseTally run_cases(const ClaimSetting& s, const std::vector<CaseRecord>& cases)
       if (ratio > t.worstmp) {
         t.worstmp = ratio;
         t.residmp = r.residual;
-        if (!s.use_double) t.worst_case = to_json(c);
+        if (!s.use_double) {
+          t.worst_case = to_json(c);
+          t.worst_detail = r.detail;
+        }
       }
     }
   }
@@ -347,15 +351,19 @@ nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, 
         {"ratio_mp50", s.use_mp50 ? finite_or_null(t.worstmp) : nullptr},
         {"residual_float64", s.use_double ? finite_or_null(t.resid64) : nullptr},
         {"residual_mp50", s.use_mp50 ? finite_or_null(t.residmp) : nullptr},
-        {"case", t.worst_case}}},
+        {"case", t.worst_case},
+        {"detail", t.worst_detail}}},
       {"precision_behaviour", v.behaviour},
       {"implementation", claim.implementation},
+      {"group", claim.group},
       {"counterexample", v.counterexample},
       {"controls", controls.entries},
       {"figures", figures},
       {"seconds", run.seconds},
       {"reproduce", "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " + std::to_string(opt.cases) +
-                        " --claims '^" + claim.id + "$'" + opt.reproduce_options}};
+                        " --claims '^" + claim.id + "$'" +
+                        (claim.group == "default" ? std::string() : " --group " + claim.group) +
+                        opt.reproduce_options}};
 }
 
 // Runs one claim: its cases, its verdict, its controls, its figures.
@@ -445,10 +453,15 @@ std::vector<const Claim*> select_claims(const RunOptions& opt) {
   } catch (const std::regex_error& e) {
     throw std::invalid_argument("--claims: '" + opt.claims + "' is not a valid regular expression (" + e.what() + ")");
   }
+  bool group_known = opt.group == "all";
+  for (const auto& c : registry()) group_known = group_known || c.group == opt.group;
+  if (!group_known) throw std::invalid_argument("--group: no registered claim is in group '" + opt.group + "'");
   std::vector<const Claim*> selected;
   for (const auto& c : registry())
-    if (std::regex_search(c.id, pattern)) selected.push_back(&c);
-  if (selected.empty()) throw std::invalid_argument("--claims: '" + opt.claims + "' matches no registered claim");
+    if ((opt.group == "all" || c.group == opt.group) && std::regex_search(c.id, pattern)) selected.push_back(&c);
+  if (selected.empty())
+    throw std::invalid_argument("--claims: '" + opt.claims + "' matches no registered claim of group '" + opt.group +
+                                "'");
   if (opt.swap_control) {
     const auto colon = opt.swap_control->find(':');
     bool found = false;
@@ -544,6 +557,7 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
                                                                    : "both";
   std::string reproduce = "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
                           std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " + precision_name;
+  if (opt.group != "default") reproduce += " --group " + opt.group;
   if (opt.swap_control) reproduce += " --swap-control " + *opt.swap_control;
   reproduce += opt.reproduce_options;
   result.certificate = {
@@ -555,6 +569,7 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
        {{"seed", opt.seed},
         {"cases", opt.cases},
         {"claims", opt.claims},
+        {"group", opt.group},
         {"precision", precision_name},
         {"jobs", jobs},
         {"started_utc", started},

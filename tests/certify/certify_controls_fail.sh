@@ -13,7 +13,7 @@ while IFS= read -r line; do
   elif [[ "$line" =~ ^\ +control\ ([a-z0-9-]+): ]]; then
     control=${BASH_REMATCH[1]}
     set +e
-    "$stiefel" certify --cases 12 --precision double --claims "^${claim}\$" \
+    "$stiefel" certify --cases 12 --precision double --group all --claims "^${claim}\$" \
       --swap-control "${claim}:${control}" --out "$work/c.json" 2> "$work/log.txt"
     rc=$?
     set -e

@@ -19,6 +19,7 @@ class ElementwiseAlways final : public UpdateRule {
     inner_->start(w, e);
   }
   Frames<double> step(const Frames<double>& w, const Frames<double>& g) override { return inner_->step(w, g); }
+  void set_rate(double lr) override { inner_->set_rate(lr); }
 
  private:
   std::unique_ptr<UpdateRule> inner_ = training::trainer_rule_implementation().make();
@@ -27,6 +28,7 @@ class ElementwiseAlways final : public UpdateRule {
 // Registered once, before the registry is first read by this program.
 const bool registered = [] {
   add_rule_implementation(training::trainer_rule_implementation());
+  add_rule_implementation(training::trainer_rule_implementation(torch::kCPU, torch::kFloat32));
   add_rule_implementation({.name = "elementwise-always",
                            .description = "frame_step with the elementwise second moment whatever the settings",
                            .unit_roundoff = 0x1p-53,
@@ -53,6 +55,20 @@ TEST(RuleClaims, TheTrainersFrameStepMeetsEveryUpdateClaim) {
     SCOPED_TRACE(c["id"].get<std::string>());
     EXPECT_TRUE(c["meets_expectation"].get<bool>()) << c.dump(1).substr(0, 2000);
     EXPECT_NE(c["implementation"].get<std::string>().find("frame_step"), std::string::npos);
+    for (const auto& k : c["controls"]) EXPECT_EQ(k["status"], "killed") << k["id"];
+  }
+}
+
+// The trainer as it trains: float32 parameters and gradients, float64 master frames and moments.
+// Coupled decay is not formed in float32 (rule_claims.cpp), so four claims run.
+TEST(RuleClaims, TheTrainersFloat32PathMeetsItsUpdateClaims) {
+  ASSERT_TRUE(registered);
+  const auto cert = certify("^rule-.*-trainer-f32$");
+  ASSERT_EQ(cert["claims"].size(), 4u);
+  for (const auto& c : cert["claims"]) {
+    SCOPED_TRACE(c["id"].get<std::string>());
+    EXPECT_TRUE(c["meets_expectation"].get<bool>()) << c.dump(1).substr(0, 2000);
+    EXPECT_NE(c["implementation"].get<std::string>().find("float32"), std::string::npos);
     for (const auto& k : c["controls"]) EXPECT_EQ(k["status"], "killed") << k["id"];
   }
 }

@@ -107,6 +107,8 @@ class ScriptRule final : public certificates::UpdateRule {
     return to_frames(next);
   }
 
+  void set_rate(double lr) override { settings_.insert_or_assign("lr", lr); }
+
  private:
   std::shared_ptr<Stepper> stepper_;
   c10::Dict<std::string, double> settings_;

@@ -61,6 +61,9 @@ class TrainerRule final : public certificates::UpdateRule {
     return to_frames(param_);
   }
 
+  // As the trainer's schedule sets it (trainer.cpp): through the parameter group's options.
+  void set_rate(double lr) override { optimizer_->param_groups().front().options().set_lr(lr); }
+
  private:
   torch::Device device_;
   torch::ScalarType dtype_;

@@ -173,7 +173,10 @@ Claim update_isometry_paper_bound_float32() {
       "(d = 128, r = 16, H = 8, eta_R = 1, warm-up then cosine, eps = 1e-8, 1600 steps: 40 epochs of "
       "n = 10k in batches of 256) and the grokking task (d = 128, r = 32, H = 4, eta_R = 1 constant, "
       "eps = 1e-3; 2000 of the paper's 20000 full-batch steps), correlated Gaussian gradients "
-      "(corr 0.5); the cap binds. The controls run in lockstep on the same draws and stop once past "
+      "(corr 0.5, one direction for the run). The cap binds in few steps (steps_capped in the detail: the "
+      "direction is reached within a few dozen steps); rule-agrees-with-core-at-paper-size-* run the trainer "
+      "where it binds in a quarter to a half of the steps. The controls run in lockstep on the same draws and stop "
+      "once past "
       "their margin (a running maximum never falls). The runs are float32 by definition: the 50-digit "
       "slot reports the same float32 runs";
   c.residual = "the running maximum of max|W_t^T W_t - I| over every step and head of both runs";

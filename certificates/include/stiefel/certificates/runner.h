@@ -15,6 +15,9 @@ struct RunOptions {
   std::uint64_t seed = 20260916;
   int cases = 200;            // per randomised claim
   std::string claims = ".*";  // ECMAScript regex on claim ids (search)
+  // The claims' group (Claim::group): "default", "paper-size", or "all"; a claim runs when it is in
+  // the group and its id matches `claims`.
+  std::string group = "default";
   Precision precision = Precision::kBoth;
   int jobs = 0;  // 0: one per hardware thread
   // "CLAIM_ID:CONTROL_ID": run that control in place of the claim's own check (the test that

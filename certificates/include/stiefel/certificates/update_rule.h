@@ -33,6 +33,8 @@ class UpdateRule {
   virtual void start(const Frames<double>& w, const RuleSettings& settings) = 0;
   // One step from W with the ambient gradients G (H frames d×r): the next frames.
   virtual Frames<double> step(const Frames<double>& w, const Frames<double>& g) = 0;
+  // The rate of the following steps (a schedule: warm-up, cosine), the settings' otherwise unchanged.
+  virtual void set_rate(double lr) = 0;
 };
 
 struct RuleImplementation {
