@@ -94,6 +94,7 @@ std::vector<Claim> paper_size_claims(const std::vector<Claim>& built) {
     // The certificate's case is the first of the two (its figures name the case of each result).
     c.generator_fn = [] { return rc::gen::just(paper_size_cases().front()); };
     c.cost = 20;
+    c.group = "paper-size";  // d = 128 in 50 digits: timed on its own (`--group paper-size`)
     c.figures_double = nullptr;
     c.figures_mp50 = nullptr;
     c.check = over_cases(base->check, cases, false);

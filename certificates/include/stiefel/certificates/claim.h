@@ -104,8 +104,9 @@ struct Claim {
   RefutationProof proof;  // set for every claim expected to be refuted
   // What the checks run: core/'s templates, or an implementation registered through UpdateRule.
   std::string implementation = "core/ (Eigen), float64 and 50 digits";
-  // The group a run selects it by (RunOptions::group): "default", or "paper-size" (the update rule
-  // of every implementation at the paper's sizes over its thousands of steps, with its own timing).
+  // The group a run selects it by (RunOptions::group): "default", or "paper-size" (the claims run at
+  // the paper's sizes, d = 128: the sequence claims' deterministic cases, the float32 isometry bound
+  // over whole runs, every implementation's update over whole runs; timed on their own).
   std::string group = "default";
 };
 
