@@ -18,7 +18,7 @@ for f in "$work"/*; do
 done
 for f in reports/*.md reports/*.json reports/*.png; do
   name=$(basename "$f")
-  case "$name" in certificate.json | mutation*.json | mutation*.md) continue ;; esac
+  case "$name" in certificate.json | certificate-paper-size.json | mutation*.json | mutation*.md) continue ;; esac
   [ -e "$work/$name" ] || { echo "FAIL: reports/$name is made by no results folder"; status=1; }
 done
 [ "$status" -eq 0 ] && echo "reports regenerate byte for byte from results/ ($(ls "$work" | wc -l) files)"
