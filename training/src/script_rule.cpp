@@ -7,34 +7,12 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <stiefel/training/compute.h>
+#include <stiefel/training/trainer_rule.h>
 
 namespace stiefel::training {
 namespace {
 
 using certificates::RuleSettings;
-
-torch::Tensor to_tensor(const Frames<double>& f, torch::ScalarType dtype) {
-  const auto heads = std::int64_t(f.size()), d = f.front().rows(), r = f.front().cols();
-  auto out = torch::empty({heads, d, r}, torch::dtype(torch::kFloat64));
-  auto a = out.accessor<double, 3>();
-  for (std::int64_t h = 0; h < heads; ++h)
-    for (std::int64_t i = 0; i < d; ++i)
-      for (std::int64_t j = 0; j < r; ++j) a[h][i][j] = f[std::size_t(h)](i, j);
-  return out.to(dtype);
-}
-
-Frames<double> to_frames(const torch::Tensor& t) {
-  const auto cpu = t.to(torch::kCPU, torch::kFloat64).contiguous();
-  const auto a = cpu.accessor<double, 3>();
-  Frames<double> out;
-  for (std::int64_t h = 0; h < cpu.size(0); ++h) {
-    Matrix<double> m(cpu.size(1), cpu.size(2));
-    for (std::int64_t i = 0; i < cpu.size(1); ++i)
-      for (std::int64_t j = 0; j < cpu.size(2); ++j) m(i, j) = a[h][i][j];
-    out.push_back(std::move(m));
-  }
-  return out;
-}
 
 c10::Dict<std::string, double> settings_dict(const RuleSettings& s) {
   c10::Dict<std::string, double> d;
@@ -102,9 +80,9 @@ class ScriptRule final : public certificates::UpdateRule {
 
   Frames<double> step(const Frames<double>& w, const Frames<double>& g) override {
     auto [next, state] =
-        stepper_->call(to_tensor(w, stepper_->dtype), to_tensor(g, stepper_->dtype), state_, settings_);
+        stepper_->call(frames_to_tensor(w, stepper_->dtype), frames_to_tensor(g, stepper_->dtype), state_, settings_);
     state_ = std::move(state);
-    return to_frames(next);
+    return tensor_to_frames(next);
   }
 
   void set_rate(double lr) override { settings_.insert_or_assign("lr", lr); }

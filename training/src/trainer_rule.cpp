@@ -7,29 +7,6 @@
 namespace stiefel::training {
 namespace {
 
-torch::Tensor to_tensor(const Frames<double>& f) {
-  const auto heads = std::int64_t(f.size()), d = f.front().rows(), r = f.front().cols();
-  auto out = torch::empty({heads, d, r}, torch::dtype(torch::kFloat64));
-  auto a = out.accessor<double, 3>();
-  for (std::int64_t h = 0; h < heads; ++h)
-    for (std::int64_t i = 0; i < d; ++i)
-      for (std::int64_t j = 0; j < r; ++j) a[h][i][j] = f[std::size_t(h)](i, j);
-  return out;
-}
-
-Frames<double> to_frames(const torch::Tensor& t) {
-  const auto cpu = t.to(torch::kCPU, torch::kFloat64).contiguous();
-  const auto a = cpu.accessor<double, 3>();
-  Frames<double> out;
-  for (std::int64_t h = 0; h < cpu.size(0); ++h) {
-    Matrix<double> m(cpu.size(1), cpu.size(2));
-    for (std::int64_t i = 0; i < cpu.size(1); ++i)
-      for (std::int64_t j = 0; j < cpu.size(2); ++j) m(i, j) = a[h][i][j];
-    out.push_back(std::move(m));
-  }
-  return out;
-}
-
 // The trainer's path for one W_Q or W_K parameter [H, d, r]: the parameter in the model's dtype,
 // its gradient in that dtype, and FrameOptimizer::step (a float64 master copy of the frames,
 // frame_step on it, the result written back in the parameter's dtype). The frames a claim reads
@@ -49,16 +26,16 @@ class TrainerRule final : public certificates::UpdateRule {
     hyper.map = s.map;
     hyper.retraction = Retraction::kPolarSvd;
     hyper.adaptive = s.adaptive;
-    param_ = to_tensor(w).to(device_, dtype_);
+    param_ = frames_to_tensor(w).to(device_, dtype_);
     optimizer_ = std::make_unique<FrameOptimizer>(std::vector<torch::Tensor>{param_}, hyper);
   }
 
   // The optimizer carries its master copy from step to step, as in training: W is the parameter
   // the previous step returned (the claims pass it back unchanged).
   Frames<double> step(const Frames<double>&, const Frames<double>& g) override {
-    param_.mutable_grad() = to_tensor(g).to(device_, dtype_);
+    param_.mutable_grad() = frames_to_tensor(g).to(device_, dtype_);
     optimizer_->step();
-    return to_frames(param_);
+    return tensor_to_frames(param_);
   }
 
   // As the trainer's schedule sets it (trainer.cpp): through the parameter group's options.
@@ -72,6 +49,29 @@ class TrainerRule final : public certificates::UpdateRule {
 };
 
 }  // namespace
+
+torch::Tensor frames_to_tensor(const Frames<double>& f, torch::ScalarType dtype) {
+  const auto heads = std::int64_t(f.size()), d = f.front().rows(), r = f.front().cols();
+  auto out = torch::empty({heads, d, r}, torch::dtype(torch::kFloat64));
+  auto a = out.accessor<double, 3>();
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < d; ++i)
+      for (std::int64_t j = 0; j < r; ++j) a[h][i][j] = f[std::size_t(h)](i, j);
+  return out.to(dtype);
+}
+
+Frames<double> tensor_to_frames(const torch::Tensor& t) {
+  const auto cpu = t.to(torch::kCPU, torch::kFloat64).contiguous();
+  const auto a = cpu.accessor<double, 3>();
+  Frames<double> out;
+  for (std::int64_t h = 0; h < cpu.size(0); ++h) {
+    Matrix<double> m(cpu.size(1), cpu.size(2));
+    for (std::int64_t i = 0; i < cpu.size(1); ++i)
+      for (std::int64_t j = 0; j < cpu.size(2); ++j) m(i, j) = a[h][i][j];
+    out.push_back(std::move(m));
+  }
+  return out;
+}
 
 certificates::RuleImplementation trainer_rule_implementation(torch::Device device, torch::ScalarType dtype) {
   const bool cuda = device.is_cuda();

@@ -9,6 +9,11 @@
 
 namespace stiefel::training {
 
+// Frames as one CPU tensor [H, d, r] of `dtype` (built in float64, then converted), and back: any
+// tensor [H, d, r] on any device and of any floating dtype, read as float64 frames.
+torch::Tensor frames_to_tensor(const Frames<double>& frames, torch::ScalarType dtype = torch::kFloat64);
+Frames<double> tensor_to_frames(const torch::Tensor& t);
+
 // FrameOptimizer::step (and through it frame_step) on `device` (CPU, or CUDA where present) for a
 // parameter of dtype `dtype`: float32 is the model's (its gradient is float32 too; the optimizer's
 // master frames and moments are float64), float64 checks frame_step without that rounding. The
