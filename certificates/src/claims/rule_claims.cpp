@@ -189,8 +189,10 @@ CheckResult roundoff(double residual, double unit, double factor) {
   return r;
 }
 
+// The worse of two results, a NaN ratio (frames that are not finite) staying the worst: a later
+// finite run must not overwrite it.
 void keep_worse(CheckResult& worst, const CheckResult& r) {
-  if (!(r.ratio <= worst.ratio)) worst = r;
+  if (!std::isnan(worst.ratio) && !(r.ratio <= worst.ratio)) worst = r;
 }
 
 // Sequence cases: d in [lo_d, 10], r in [1, d], H in [1, 3], T in [1, max_t], seven magnitude
@@ -365,30 +367,40 @@ Claim agrees_with_core(const RuleImplementation& impl) {
 
 enum class ScaleMutant { kNone, kEpsAtGradientScale };
 
+// Two forms, each a pair of runs on G and on cG: eps = 0 in both (the rule is scale-free), and eps
+// at the largest gradient's norm with the cG run's eps scaled by c (Prop. 3(ii)'s eps > 0 form: the
+// step from cG with eps is the step from G with eps / c, so eps is the one scale the rule sees). The
+// control takes the second pair with eps left unscaled: eps at the largest gradient's norm halves
+// the largest step at least (a profile can take a gradient eight decades below the base scale, where
+// an eps at the base scale stops the rule), and its rate is at least 2^20 u_io (0.06 for float32
+// frames; no change in float64): at the drawn rate 10^-3 the frames' float32 rounding is within a
+// factor 10 of the control's effect.
 CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutant mutant) {
   const double factor = std::ldexp(1.0, int(c.log10_c));
+  const double eps = gradient_norm_range(c).second;
   CheckResult out;
   for (const FrameRule rule : rules_for(impl, {std::begin(kFrameRules), std::end(kFrameRules)})) {
     if (!is_adam_rule(rule)) continue;
-    RuleSettings s = settings_of(rule, case_rate(c, rule), 0.0);
-    // The largest gradient's norm: eps then halves the largest step at least (a profile can take a
-    // gradient eight decades below the base scale, where an eps at the base scale stops the rule).
-    // Its rate is at least 2^20 u_io (0.06 for float32 frames; no change in float64): at the drawn
-    // rate 10^-3 the frames' float32 rounding is within a factor 10 of the control's effect.
-    if (mutant == ScaleMutant::kEpsAtGradientScale) {
-      s.eps = gradient_norm_range(c).second;
-      s.lr = control_size(impl, s.lr, 20);
+    const RuleSettings zero = settings_of(rule, case_rate(c, rule), 0.0);
+    RuleSettings positive = zero;
+    positive.eps = eps;
+    if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, zero.lr, 20);
+    for (const bool eps_positive : {false, true}) {
+      if (mutant == ScaleMutant::kEpsAtGradientScale && !eps_positive) continue;
+      const RuleSettings& s = eps_positive ? positive : zero;
+      RuleSettings s_scaled = s;
+      if (eps_positive && mutant == ScaleMutant::kNone) s_scaled.eps = eps * factor;
+      auto a = impl.make();
+      auto b = impl.make();
+      const auto plain = run_rule(*a, c, s, kSame);
+      const auto scaled = run_rule(*b, c, s_scaled, [&](const Frames<double>&, Frames<double> g) {
+        for (auto& f : g) f *= factor;
+        return g;
+      });
+      double diff = 0;
+      for (std::size_t t = 0; t < plain.size(); ++t) diff = worse(diff, max_abs_difference(plain[t], scaled[t]));
+      keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, 0, /*same_gradients=*/true)));
     }
-    auto a = impl.make();
-    auto b = impl.make();
-    const auto plain = run_rule(*a, c, s, kSame);
-    const auto scaled = run_rule(*b, c, s, [&](const Frames<double>&, Frames<double> g) {
-      for (auto& f : g) f *= factor;
-      return g;
-    });
-    double diff = 0;
-    for (std::size_t t = 0; t < plain.size(); ++t) diff = worse(diff, max_abs_difference(plain[t], scaled[t]));
-    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, 0, /*same_gradients=*/true)));
   }
   return out;
 }
@@ -396,15 +408,20 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
 Claim scale_free_claim(const RuleImplementation& impl) {
   Claim c = base_claim(impl, "rule-scale-free", "Prop. 3(ii), §5.3", "invariance",
                        "With eps = 0 every adaptive rule is scale-free: gradients scaled by c > 0 give the same "
-                       "frames at every step.");
+                       "frames at every step. With eps > 0, gradients scaled by c with eps scaled by c give the "
+                       "same frames (the step from cG at eps is the step from G at eps / c).");
   c.generator =
       "every adaptive rule; d in [2,10], r in [1,d], H in [1,3], T in [1,30], the sequence claims' gradients, "
-      "rate 10^[-3,-2] (below the cap: a cap that binds in both runs would hide the control), eps = 0, "
+      "rate 10^[-3,-2] (below the cap: a cap that binds in both runs would hide the control), eps = 0 in one "
+      "pair of runs and eps = the largest ||G_t||_F (c times that in the cG run) in the other, "
       "c = 2^k, k in [-40,40] \\ {0}; 40 cases";
   c.residual =
-      "max |W_t(cG) - W_t(G)| over steps and entries, worst rule; factor d*r*T*(1 + 8 lr) (+ u_io/u where frames "
+      "max |W_t(cG) - W_t(G)| over steps and entries, worst rule and pair; factor d*r*T*(1 + 8 lr) (+ u_io/u where "
+      "frames "
       "cross in a coarser dtype: c = 2^k scales a rounded gradient exactly, so only the frame's rounding is left)";
-  c.analysis = "m_hat and sqrt(v_hat) are both of degree one in G, so their quotient is of degree zero.";
+  c.analysis =
+      "m_hat and sqrt(v_hat) are both of degree one in G, so m_hat / (sqrt(v_hat) + eps) is of degree zero in "
+      "(G, eps) jointly.";
   c.generator_fn = [] {
     return rc::gen::exec([] {
       Case k = *sequence_cases(2, 30, -3, -2, true);
@@ -418,7 +435,8 @@ Claim scale_free_claim(const RuleImplementation& impl) {
   };
   c.check = bind(ScaleMutant::kNone);
   c.controls = {{"eps-at-gradient-scale",
-                 "eps at the largest gradient's norm in place of 0, rate max(lr, 2^20 u_io) (no change in float64)",
+                 "eps at the largest gradient's norm in both runs, not scaled by c in the cG run (the eps = 0 "
+                 "statement read for eps > 0), rate max(lr, 2^20 u_io) (no change in float64)",
                  bind(ScaleMutant::kEpsAtGradientScale)}};
   return c;
 }
