@@ -9,7 +9,8 @@ namespace {
 const char* const kUpdateControlsNote =
     " Controls are bugs an implementation makes, each a near miss: a normal component of "
     "1e-6 ||eta|| left in the step, the first moment not re-projected at the new frame, the polar "
-    "factor's second-order expansion, and the cap applied to the [H,d,r] tensor as a whole.";
+    "factor's second-order expansion, the cap applied to the [H,d,r] tensor as a whole, and a step "
+    "counter carried one ahead in the state.";
 
 Claim table6_frozen_arm_stays() {
   Claim c = make_claim("table6-frozen-arm-stays", "Table 6 (frozen arm), §2", "identity",
@@ -48,9 +49,10 @@ Claim update_step_tangent_every_rule() {
       "recomputed "
       "from first principles inside the check, with no core/ function (the tangent map, the beta blending of m "
       "and v per moment kind, the bias corrections as (1 - beta) sum beta^k, the quotient, the re-projection, "
-      "the cap): ||m - m_hand|| over ||g|| + ||m_prev||, ||v - v_hand|| over its scale, and ||eta - eta_hand|| "
+      "the cap), from the check's own state (m and v from zero, its own step count t), not from core/'s: "
+      "||m - m_hand|| over ||g|| + ||m_hand,prev||, ||v - v_hand|| over its scale, and ||eta - eta_hand|| "
       "over the step's scale times the conditioning 1 + kappa of core's 1 - beta^t (kappa = beta^t / (1 - "
-      "beta^t), both betas); factor d*r";
+      "beta^t), both betas); for the fixed-step rules ||eta - eta_hand|| over lr ||G||; factor d*r";
   c.analysis =
       "Every step re-projects, the polar factor is on St(d,r) to rounding, and the cap "
       "rescales each head separately; exact up to rounding." +
@@ -84,7 +86,10 @@ Claim update_step_tangent_every_rule() {
              {UpdateMutant::kSecondOrderPolar, "second-order-polar",
               "(W + eta)(I - eta^T eta / 2) in place of the polar factor"},
              {UpdateMutant::kCapWholeTensor, "cap-whole-tensor",
-              "the cap tau sqrt(r) applied to the [H,d,r] step as a whole"}});
+              "the cap tau sqrt(r) applied to the [H,d,r] step as a whole"},
+             {UpdateMutant::kStepCounterAhead, "step-counter-ahead",
+              "core/'s state starting with its step counter at 1 (every step bias-corrected as the next one): "
+              "a bug carried in the state, which only a recomputation from the check's own state sees"}});
   return c;
 }
 

@@ -17,8 +17,16 @@ namespace stiefel::certificates {
 enum class FrozenMutant { kNone, kOffManifoldFrame };
 // A normal component of 1e-6·‖η‖ left in the step; the stored first moment not re-projected at
 // the new frame; the polar factor replaced by its second-order expansion (W + η)(I − ηᵀη/2); the
-// cap τ√r applied to the [H, d, r] tensor as a whole instead of to each head.
-enum class UpdateMutant { kNone, kNormalComponentLeft, kMomentNotReprojected, kSecondOrderPolar, kCapWholeTensor };
+// cap τ√r applied to the [H, d, r] tensor as a whole instead of to each head; the state's step
+// counter starting one ahead (bias corrections of step t + 1 at step t: a bug carried in the state).
+enum class UpdateMutant {
+  kNone,
+  kNormalComponentLeft,
+  kMomentNotReprojected,
+  kSecondOrderPolar,
+  kCapWholeTensor,
+  kStepCounterAhead
+};
 enum class LongRunMutant { kNone, kSecondOrderPolar };
 // The per-frame second moment under the readings a user could take for Bécigneul–Ganea's: the mean
 // over the d·r entries (B2-mean), one scalar for the whole product St(d,r)^H, and the norm of the
@@ -207,41 +215,78 @@ HandStep<S> adam_step_by_hand(FrameRule rule, const Matrix<S>& w, const Matrix<S
   return out;
 }
 
+// The check's own Adam state, advanced by adam_step_by_hand alone from zero moments and step 0: m
+// (d×r, kept as blended: the next step re-projects it at its frames, as core/ does after the
+// retraction) and v in the shape of the rule's moment kind (1×1 per frame, 1×r per column, d×r per
+// entry), so that a state core/ carries wrongly between steps (its counter, m or v) shows.
+template <class S>
+struct HandState {
+  Frames<S> m, v;
+  long t = 0;
+};
+
+template <class S>
+HandState<S> hand_state(FrameRule rule, const Case& c) {
+  const bool entrywise = rule == FrameRule::kB2m || rule == FrameRule::kB2mCan;
+  const Index rows = entrywise ? c.d : 1, cols = entrywise || rule == FrameRule::kB2Column ? c.r : 1;
+  HandState<S> out;
+  for (int h = 0; h < c.heads; ++h) {
+    out.m.push_back(Matrix<S>::Zero(c.d, c.r));
+    out.v.push_back(Matrix<S>::Zero(rows, cols));
+  }
+  return out;
+}
+
+// ||a − b|| where the shapes agree, +inf where they do not (a state of another moment kind).
+template <class S>
+S difference_norm(const Matrix<S>& a, const Matrix<S>& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return S(std::numeric_limits<double>::infinity());
+  return Matrix<S>(a - b).norm();
+}
+
 // One step of a Riemannian Adam rule at frames w: keeps the step's tangency and cap ratios and the
-// moment's tangency at the new frames, advances `state`, and returns the new frames.
+// moment's tangency at the new frames, compares every stage with the check's own recomputation from
+// its own state `hand`, advances both states, and returns the new frames.
 template <class S>
 Frames<S> adam_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, const Frames<S>& w, const Frames<S>& g,
-                         const S& lr, const S& eps, RiemannianAdamState<S>& state, UpdateRatios& out) {
+                         const S& lr, const S& eps, RiemannianAdamState<S>& state, HandState<S>& hand,
+                         UpdateRatios& out) {
   const double factor = double(c.d * c.r);
   const bool horizontal = rule == FrameRule::kB2Grassmann;
   const auto hyper = adam_rule_hyper<S>(rule, lr, eps);
+  if (mutant == UpdateMutant::kStepCounterAhead && state.step == 0) state.step = 1;
   auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+  const long t = hand.t + 1;  // the step's number, counted by the check
   const S cap = hyper.cap_tau ? S(*hyper.cap_tau * sqrt(S(c.r))) : S(0);
   // core/ forms 1 − βᵗ by subtraction, which loses κ = βᵗ/(1 − βᵗ) of relative accuracy (up to 10³
   // for β2 early on): every comparison of the step with its recomputation scales by that conditioning.
-  const S p1 = pow(S(9) / S(10), S(dir.state.step)), p2 = pow(S(999) / S(1000), S(dir.state.step));
+  const S p1 = pow(S(9) / S(10), S(t)), p2 = pow(S(999) / S(1000), S(t));
   const S kappa = S(1) + p1 / (S(1) - p1) + p2 / (S(1) - p2);
-  // Every stage recomputed from first principles from the state before the step (adam_step_by_hand):
+  // Every stage recomputed from first principles from the check's own state (adam_step_by_hand):
   // the moments, the quotient (whose norm sets the scale of the projection's rounding error), the
   // re-projected step before the cap, and the capped step, each against what core/ returned.
   Frames<S> x, px;
   S total2(0);
   for (int h = 0; h < c.heads; ++h) {
-    const HandStep<S> hand = adam_step_by_hand<S>(rule, w[h], g[h], state.m[h], state.v[h], dir.state.step, lr, eps);
-    const S g_scale = g[h].norm() + state.m[h].norm();
-    out.keep(out.stages, residual_ratio<S>(Matrix<S>(dir.state.m[h] - hand.m).norm(), g_scale, factor), rule);
+    const HandStep<S> step = adam_step_by_hand<S>(rule, w[h], g[h], hand.m[h], hand.v[h], t, lr, eps);
+    const S g_scale = g[h].norm() + hand.m[h].norm();
+    out.keep(out.stages, residual_ratio<S>(difference_norm<S>(dir.state.m[h], step.m), g_scale, factor), rule);
     out.keep(
         out.stages,
-        residual_ratio<S>(Matrix<S>(dir.state.v[h] - hand.v).norm(), S(g_scale * g_scale + state.v[h].norm()), factor),
+        residual_ratio<S>(difference_norm<S>(dir.state.v[h], step.v), S(g_scale * g_scale + hand.v[h].norm()), factor),
         rule);
-    const S projected = hand.projected.norm();
+    const HandStep<S>& hand_step = step;
+    const S projected = hand_step.projected.norm();
     const S kept_by_hand = hyper.cap_tau ? std::min(projected, cap) : projected;
-    const S eta_scale = projected > S(0) ? S(kappa * kept_by_hand / projected * hand.quotient.norm()) : S(0);
-    out.keep(out.stages, residual_ratio<S>(Matrix<S>(dir.eta[h] - hand.eta).norm(), eta_scale, factor), rule);
-    x.push_back(hand.quotient);
-    px.push_back(hand.projected);
+    const S eta_scale = projected > S(0) ? S(kappa * kept_by_hand / projected * hand_step.quotient.norm()) : S(0);
+    out.keep(out.stages, residual_ratio<S>(difference_norm<S>(dir.eta[h], hand_step.eta), eta_scale, factor), rule);
+    x.push_back(hand_step.quotient);
+    px.push_back(hand_step.projected);
     total2 += px[h].squaredNorm();
+    hand.m[h] = step.m;
+    hand.v[h] = step.v;
   }
+  hand.t = t;
   for (int h = 0; h < c.heads; ++h) {
     Matrix<S>& eta = dir.eta[h];
     if (mutant == UpdateMutant::kNormalComponentLeft) eta += S(1e-6) * eta.norm() * w[h] / sqrt(S(c.r));
@@ -286,6 +331,13 @@ Frames<S> sgd_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, cons
   Frames<S> next;
   for (int h = 0; h < c.heads; ++h) {
     Matrix<S> eta = riemannian_sgd_displacement<S>(w[h], g[h], hyper);
+    // The step by hand: −η (G − W WᵀG) for PA16, −η (G − W (WᵀG + GᵀW)/2) for the Stiefel rule, 0 frozen.
+    const Matrix<S> wtg = w[h].transpose() * g[h];
+    const Matrix<S> by_hand = rule == FrameRule::kFrozen ? Matrix<S>(Matrix<S>::Zero(c.d, c.r))
+                              : horizontal               ? Matrix<S>(-lr * (g[h] - w[h] * wtg))
+                                           : Matrix<S>(-lr * (g[h] - w[h] * ((wtg + wtg.transpose()) / S(2))));
+    out.keep(out.stages, residual_ratio<S>(difference_norm<S>(eta, by_hand), S(lr * g[h].norm()), double(c.d * c.r)),
+             rule);
     if (mutant == UpdateMutant::kNormalComponentLeft) eta += S(1e-6) * eta.norm() * w[h] / sqrt(S(c.r));
     out.keep(out.step,
              residual_ratio<S>(normal_part(w[h], eta, horizontal), S(hyper.lr * g[h].norm()), double(c.d * c.r)), rule);
@@ -305,10 +357,11 @@ void run_update_rule(FrameRule rule, const Case& c, UpdateMutant mutant, UpdateR
   for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<S>(rng, c.d, c.r));
   const S base_lr(pow10(c.log10_lr)), eps = eps_of<S>(c);
   auto adam_state = make_riemannian_adam_state<S>(w, adam_rule_hyper<S>(rule, base_lr, eps).moment);
+  HandState<S> hand = hand_state<S>(rule, c);
   for (int t = 0; t < c.steps; ++t) {
     const Frames<S> g = sequence_gradients<S>(rng, persistent, c, t, 1.0);
     const S lr = base_lr * S(schedule_factor(int(c.x), t, c.steps));
-    Frames<S> next = is_adam_rule(rule) ? adam_rule_step<S>(rule, c, mutant, w, g, lr, eps, adam_state, out)
+    Frames<S> next = is_adam_rule(rule) ? adam_rule_step<S>(rule, c, mutant, w, g, lr, eps, adam_state, hand, out)
                                         : sgd_rule_step<S>(rule, c, mutant, w, g, lr, out);
     for (const auto& f : next)
       out.keep(out.isometry, residual_ratio<S>(isometry_error(f), S(1), double(c.d * c.r)), rule);

@@ -29,6 +29,10 @@ enum Number : std::size_t {
   kProjectorCost,
   kGrokDefaultP,
   kGrokPowerP,
+  kTable2B2Gap,
+  kEpsDrop,
+  kSixOrders,
+  kFiveOrders,
   kCount
 };
 
@@ -182,6 +186,56 @@ std::vector<DerivedNumber> build() {
       .near_miss = std::string(t4_near_miss) + ": 0.0096 (0.0092-0.0100)",
       .inputs = {{-3.8, 0.05}, {4, 0}},
       .printed = {0.019, 0.0005}};
+  n[kTable2B2Gap] = {
+      .id = "arith-table2-b2-gap",
+      .source = "§4.1 (n = 50k, B2 vs A2; Table 2's bottom row)",
+      .statement =
+          "\"61.73 +- 0.06% against 50.86 +- 0.50% for A2, a gap of +10.88pp. The per-seed differences are "
+          "+11.28, +10.22 and +11.13pp\": the gap is the mean of the three printed per-seed differences.",
+      .analysis =
+          "(11.28 + 10.22 + 11.13) / 3 = 10.877 (10.872-10.882 over the inputs' rounding): 10.88 is "
+          "consistent. The difference of the printed means, 61.73 - 50.86 = 10.87, is consistent with it too "
+          "(10.86-10.88 over their rounding).",
+      .near_miss = "the median of the per-seed differences: 11.13",
+      .inputs = {{11.28, 0.005}, {10.22, 0.005}, {11.13, 0.005}},
+      .printed = {10.88, 0.005}};
+  n[kEpsDrop] = {
+      .id = "arith-eps-drop",
+      .source = "§4.7 (the eps probe)",
+      .statement =
+          "\"Accuracy is flat across the four smallest values: 42.74%, 42.80%, 42.90%, 42.83% [...] At eps = "
+          "0.1 accuracy falls to 40.14%, a drop of -2.60pp\": the drop from eps = 1e-8 (Table 6's B2).",
+      .analysis = "40.14 - 42.74 = -2.60 (-2.61 to -2.59 over the inputs' rounding): consistent.",
+      .near_miss = "the drop from the mean of the four flat values (42.8175): -2.68",
+      .inputs = {{40.14, 0.005}, {42.74, 0.005}, {42.80, 0.005}, {42.90, 0.005}, {42.83, 0.005}},
+      .printed = {-2.60, 0.005}};
+  n[kSixOrders] = {
+      .id = "arith-isometry-six-orders",
+      .source = "§4.4 (interpretation)",
+      .statement =
+          "\"by epoch 12 000 its isometry error reaches 18, six orders of magnitude above the ~1e-5 that B2-hi "
+          "maintains\": log10 of the two errors' ratio, to the nearest order.",
+      .analysis =
+          "log10(18 / 1e-5) = 6.26 (6.22-6.29 over the inputs' rounding): six orders. The section's own "
+          "1.1e-5 gives 6.21.",
+      .near_miss = "log10 of the squared ratio (a power ratio): 12.5 orders",
+      .inputs = {{18, 0.5}, {1e-5, 0.05e-5}},
+      .printed = {6, 0.5}};
+  n[kFiveOrders] = {
+      .id = "arith-isometry-five-orders",
+      .source = "§4.1 (isometry gap, n = 50k)",
+      .statement =
+          "\"A2 ends at ||W_Q^T W_Q - I||_max = 0.64 [...] the constrained arms never exceed 1.7 x 10^-5, so the "
+          "separation is five orders of magnitude\": log10 of A2's final error over the constrained arms' "
+          "largest, to the nearest order.",
+      .analysis =
+          "log10(0.64 / 1.7e-5) = 4.58 (4.56-4.59 over the inputs' rounding): five orders to the nearest, "
+          "just above the 4.5 at which it would round to four. "
+          "A2's smallest error over the run is not printed, so 'at every epoch' is not recomputed here; the "
+          "ledger's isometry rows read it from our runs.",
+      .near_miss = "log10 of the squared ratio (a power ratio): 9.2 orders",
+      .inputs = {{0.64, 0.005}, {1.7e-5, 0.05e-5}},
+      .printed = {5, 0.5}};
   return n;
 }
 
@@ -256,6 +310,16 @@ S derived_formula(std::size_t index, bool near_miss, const std::vector<S>& x) {
       const S two_sided = S(1) - S(3) / S(2) * root + s * root / S(2);
       return near_miss ? two_sided / S(2) : two_sided;
     }
+    case kTable2B2Gap: {  // the mean of three differences, or their median
+      if (!near_miss) return (x[0] + x[1] + x[2]) / S(3);
+      const S lo = x[0] < x[1] ? x[0] : x[1], hi = x[0] < x[1] ? x[1] : x[0];
+      return x[2] < lo ? lo : (x[2] > hi ? hi : x[2]);
+    }
+    case kEpsDrop:
+      return near_miss ? x[0] - (x[1] + x[2] + x[3] + x[4]) / S(4) : x[0] - x[1];
+    case kSixOrders:
+    case kFiveOrders:
+      return S(near_miss ? 2 : 1) * log10(x[0] / x[1]);
     default:
       throw std::out_of_range("derived_formula: no derived number " + std::to_string(index));
   }
