@@ -130,11 +130,23 @@ void add_certify_command(CLI::App& app, int& exit_code) {
   // The code that trains is certified beside core/: the update claims through the trainer's
   // FrameOptimizer::step, with float64 parameters and with float32 ones (the model's dtype), on the
   // CPU and, where a GPU is present, on CUDA.
+  // Where no GPU is present, the CUDA implementations are named as not run, with the reason.
+  const bool cuda = torch::cuda::is_available();
   for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
     certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCPU, dtype));
-    if (torch::cuda::is_available())
+    const std::string cuda_name = dtype == torch::kFloat64 ? "trainer-cuda" : "trainer-cuda-f32";
+    if (cuda)
       certificates::add_rule_implementation(training::trainer_rule_implementation(torch::kCUDA, dtype));
+    else
+      certificates::add_skipped_implementation(
+          {cuda_name,
+           "no CUDA device: torch::cuda::is_available() is false (no GPU, or a LibTorch built without "
+           "CUDA); ci/gpu-check.sh runs these claims on a GPU machine"});
   }
+#else
+  for (const char* name : {"trainer", "trainer-f32", "trainer-cuda", "trainer-cuda-f32"})
+    certificates::add_skipped_implementation(
+        {name, "this build has no LibTorch (STIEFEL_WITH_TORCH=OFF): the training core is not compiled in"});
 #endif
   auto* cmd = app.add_subcommand("certify",
                                  "Check every registered claim of the paper and write a "

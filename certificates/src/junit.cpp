@@ -57,7 +57,7 @@ std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>()
 
 struct Suite {
   std::string body;
-  int tests = 0, failures = 0;
+  int tests = 0, failures = 0, skipped = 0;
   double time = 0;
 };
 
@@ -94,6 +94,17 @@ Suite claim_cases(const json& certificate) {
             : id + ": expected " + expected + ", observed " + observed + "; reproduce: " + text_of(c.at("reproduce")),
         details);
   }
+  // The implementations of the update claims not run here (run.implementations_not_run): one
+  // skipped test case each, with the reason, so that a dashboard shows them as not run.
+  for (const auto& n : certificate.at("run").value("implementations_not_run", json::array())) {
+    const std::string name = n.at("name"), reason = n.at("reason");
+    ++s.tests;
+    ++s.skipped;
+    s.body += "    <testcase classname=\"stiefel.certify.implementations\" name=\"" + attr(name) +
+              "\" time=\"0\">\n      <skipped message=\"" + attr(reason) + "\">" +
+              xml_escape("the update claims of implementation '" + name + "' did not run: " + reason) +
+              "</skipped>\n    </testcase>\n";
+  }
   return s;
 }
 
@@ -129,8 +140,9 @@ Suite control_cases(const json& certificate) {
 std::string suite_xml(const std::string& name, const Suite& s, const json& certificate) {
   const json& run = certificate.at("run");
   std::string out = "  <testsuite name=\"" + attr(name) + "\" tests=\"" + std::to_string(s.tests) + "\" failures=\"" +
-                    std::to_string(s.failures) + "\" errors=\"0\" skipped=\"0\" time=\"" + seconds(s.time) +
-                    "\" timestamp=\"" + attr(text_of(run.value("started_utc", json("")))) + "\">\n";
+                    std::to_string(s.failures) + "\" errors=\"0\" skipped=\"" + std::to_string(s.skipped) +
+                    "\" time=\"" + seconds(s.time) + "\" timestamp=\"" +
+                    attr(text_of(run.value("started_utc", json("")))) + "\">\n";
   out += "    <properties>\n";
   const auto property = [&](const std::string& key, const json& value) {
     out += "      <property name=\"" + attr(key) + "\" value=\"" + attr(text_of(value)) + "\"/>\n";
@@ -200,8 +212,8 @@ std::string junit_xml(const json& certificate) {
   const double wall = run.value("wall_seconds", claims.time);
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out += "<testsuites name=\"stiefel certify\" tests=\"" + std::to_string(claims.tests + controls.tests) +
-         "\" failures=\"" + std::to_string(claims.failures + controls.failures) + "\" errors=\"0\" time=\"" +
-         seconds(wall) + "\">\n";
+         "\" failures=\"" + std::to_string(claims.failures + controls.failures) + "\" errors=\"0\" skipped=\"" +
+         std::to_string(claims.skipped + controls.skipped) + "\" time=\"" + seconds(wall) + "\">\n";
   out += suite_xml("claims", claims, certificate);
   out += suite_xml("controls", controls, certificate);
   return out + "</testsuites>\n";

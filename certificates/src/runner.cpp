@@ -22,6 +22,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <stiefel/certificates/claim.h>
+#include <stiefel/certificates/update_rule.h>
 #include <stiefel/multiprecision.h>
 #include <stiefel/scalar.h>
 #include <thread>
@@ -29,7 +30,7 @@
 namespace stiefel::certificates {
 namespace {
 
-constexpr const char* kSchemaVersion = "1.3";
+constexpr const char* kSchemaVersion = "1.4";
 constexpr int kMaxShrinkEvaluations = 400;
 
 std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
@@ -560,6 +561,11 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   if (opt.group != "default") reproduce += " --group " + opt.group;
   if (opt.swap_control) reproduce += " --swap-control " + *opt.swap_control;
   reproduce += opt.reproduce_options;
+  nlohmann::json not_run = nlohmann::json::array();
+  for (const auto& skipped : skipped_implementations()) {
+    not_run.push_back({{"name", skipped.name}, {"reason", skipped.reason}});
+    log << "not run: the update claims' implementation '" << skipped.name << "': " << skipped.reason << "\n";
+  }
   result.certificate = {
       {"schema_version", kSchemaVersion},
       {"generator", generator_json()},
@@ -576,7 +582,8 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
         {"wall_seconds", wall},
         {"command_line", opt.command_line},
         {"reproduce", reproduce},
-        {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr}}},
+        {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr},
+        {"implementations_not_run", not_run}}},
       {"precision",
        {{"working_type", "double (IEEE 754 binary64)"},
         {"unit_roundoff", to_double(unit_roundoff<double>())},

@@ -903,6 +903,21 @@ void add_rule_implementation(RuleImplementation impl) {
   added_implementations().push_back(std::move(impl));
 }
 
+namespace {
+std::vector<SkippedImplementation>& skipped_registry() {
+  static std::vector<SkippedImplementation> skipped;
+  return skipped;
+}
+}  // namespace
+
+void add_skipped_implementation(SkippedImplementation skipped) {
+  if (skipped.name.empty() || skipped.reason.empty())
+    throw std::invalid_argument("add_skipped_implementation: a skipped implementation needs a name and a reason");
+  skipped_registry().push_back(std::move(skipped));
+}
+
+const std::vector<SkippedImplementation>& skipped_implementations() { return skipped_registry(); }
+
 std::vector<Claim> added_rule_claims() {
   // core/ itself first: the interface's claims on the reference they compare with.
   std::vector<Claim> out = rule_claims(core_rule_implementation());

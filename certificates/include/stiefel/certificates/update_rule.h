@@ -71,4 +71,14 @@ std::vector<Claim> rule_claims(const RuleImplementation& impl);
 // "core" or already added is refused (std::invalid_argument).
 void add_rule_implementation(RuleImplementation impl);
 
+// An implementation this program knows of but does not run (the trainer on CUDA where no GPU is
+// present, the trainer in a build without LibTorch), with the reason: the certificate states it
+// (run.implementations_not_run) so that an absent claim is never read as a passed one.
+struct SkippedImplementation {
+  std::string name;    // the suffix its claims would take: "trainer-cuda"
+  std::string reason;  // why it is not run here
+};
+void add_skipped_implementation(SkippedImplementation skipped);
+const std::vector<SkippedImplementation>& skipped_implementations();
+
 }  // namespace stiefel::certificates
