@@ -252,24 +252,34 @@ json claim_row(const json& claim) {
 }
 
 // A theory claim's verdict from the certificate entries it lists, and their observations as its
-// evidence ("not run" when the certificate has none of them).
+// evidence ("not run" when the certificate has none of them). `refuted_by` lists corrected forms of
+// the paper's statement: certified, such an entry refutes it.
 std::string theory_verdict(const json& claim, const json& certificate, json& row) {
   std::vector<std::string> observed;
   bool all_certified = true, any_refuted = false, any = false;
-  for (const auto& cid : claim["certificate"]) {
-    if (!certificate.is_object()) break;
-    for (const auto& c : certificate["claims"])
-      if (c["id"] == cid) {
-        any = true;
-        const std::string o = c["observed"];
-        observed.push_back(cid.get<std::string>() + ": " + o);
-        all_certified = all_certified && o == "certified";
-        any_refuted = any_refuted || o == "refuted";
-      }
-  }
+  const auto read = [&](const json& ids, bool corrected) {
+    for (const auto& cid : ids) {
+      if (!certificate.is_object()) return;
+      for (const auto& c : certificate["claims"])
+        if (c["id"] == cid) {
+          any = true;
+          const std::string o = c["observed"];
+          observed.push_back(cid.get<std::string>() + (corrected ? " (corrected form)" : "") + ": " + o);
+          if (corrected) {
+            any_refuted = any_refuted || o == "certified";
+            all_certified = all_certified && o == "certified";
+          } else {
+            all_certified = all_certified && o == "certified";
+            any_refuted = any_refuted || o == "refuted";
+          }
+        }
+    }
+  };
+  if (claim.contains("certificate")) read(claim["certificate"], false);
+  if (claim.contains("refuted_by")) read(claim["refuted_by"], true);
   if (!any) return "not run";
   // Confirmed when every listed entry is certified; refuted when the paper's statement is among
-  // the refuted entries.
+  // the refuted entries or a corrected form that contradicts it is certified.
   const std::string verdict = any_refuted ? "refuted" : (all_certified ? "confirmed" : "not confirmed");
   std::string s;
   for (const auto& o : observed) s += (s.empty() ? "" : "; ") + o;

@@ -634,6 +634,29 @@ TEST(Ledger, TheoryClaimsFollowTheCertificate) {
   EXPECT_EQ(build_ledger(claims, {}, nullptr)["claims"][0]["verdict"], "not run");
 }
 
+// A corrected form the paper's statement contradicts refutes it when certified; where the
+// correction itself fails, the paper's statement is not confirmed either.
+TEST(Ledger, CertifiedCorrectionsRefuteTheirClaim) {
+  json claims = {{"claims",
+                  {{{"id", "c"},
+                    {"claim", "x"},
+                    {"where", "§"},
+                    {"paper", "p"},
+                    {"kind", "theory"},
+                    {"certificate", {"k1"}},
+                    {"refuted_by", {"k2"}}}}}};
+  json cert = {{"claims", {{{"id", "k1"}, {"observed", "certified"}}, {{"id", "k2"}, {"observed", "certified"}}}}};
+  const auto row = build_ledger(claims, {}, cert)["claims"][0];
+  EXPECT_EQ(row["verdict"], "refuted");
+  EXPECT_NE(row["evidence"][0]["ours"].get<std::string>().find("k2 (corrected form): certified"), std::string::npos);
+  cert["claims"][1]["observed"] = "refuted";
+  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "not confirmed");
+  claims["claims"][0].erase("certificate");  // a correction alone decides
+  cert["claims"][1]["observed"] = "certified";
+  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "refuted");
+  EXPECT_EQ(build_ledger(claims, {}, nullptr)["claims"][0]["verdict"], "not run");
+}
+
 }  // namespace
 
 // A malformed run record is refused at load time naming the file and the field, never read as a
@@ -709,6 +732,8 @@ TEST(Ledger, MalformedClaimsAreRefusedNamingTheClaimAndTheField) {
   const std::vector<Case> cases = {
       {without(theory, "certificate"), "claim t: /claims/0: "},
       {with(theory, "certificate", json::array()), "claim t: /claims/0"},
+      {with(theory, "refuted_by", json::array()), "claim t: /claims/0"},
+      {with(empirical, "refuted_by", {"prop1-joint-gauge"}), "claim e: /claims/0"},
       {with(theory, "rule", {{"type", "above"}}), "claim t: /claims/0"},
       {with(theory, "kind", "folklore"), "claim t: /claims/0/kind: \"folklore\" is not one of"},
       {with(theory, "certficate", json::array()), "claim t: /claims/0/certficate: unknown field \"certficate\""},
