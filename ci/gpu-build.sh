@@ -1,8 +1,7 @@
 # Sourced by the ci/gpu-*.sh scripts, on a CUDA machine whose python3 holds a CUDA build of PyTorch.
 #
 #   gpu_prepare [DEPS_DIR]   unpacks DEPS_DIR/deps.tar.xz (made by ci/gpu-deps.sh) where the machine
-#                            lacks Debian's header packages, and adapts the tree to the LibTorch that
-#                            PyTorch bundles
+#                            lacks Debian's header packages, and finds the LibTorch PyTorch bundles
 #   gpu_build DIR CERTIFICATES JOBS
 #                            configures DIR (Release, no tests; the certificate suite ON or OFF) and
 #                            builds `stiefel`; on failure prints the first errors, leaves DIR.log.gz in
@@ -21,15 +20,6 @@ gpu_prepare() {
   fi
   # GCC 13's standard headers no longer include <cstdint> transitively.
   gpu_flags="-include cstdint $gpu_flags"
-  # LibTorch 2 keys an optimizer's per-parameter state by the TensorImpl's address (a void*),
-  # LibTorch 1.13 by that address printed as a string; the key is only ever made from the parameter.
-  local include
-  include=$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "include"))')
-  if grep -q 'flat_hash_map<void\*' "$include/torch/csrc/api/include/torch/optim/optimizer.h" 2>/dev/null; then
-    sed -i 's/c10::guts::to_string(p\.unsafeGetTensorImpl())/static_cast<void*>(p.unsafeGetTensorImpl())/g' \
-      training/src/frame_optimizer.cpp training/src/checkpoint.cpp
-    echo "LibTorch 2: optimizer state keyed by address"
-  fi
 }
 
 gpu_build() {

@@ -388,7 +388,7 @@ void check_adamw(const std::vector<AdamHyper>& expected, torch::optim::AdamW& ad
     throw Refusal(name + ": its AdamW hyper-parameters (betas, eps, weight decay, amsgrad) are not this run's");
   for (auto& group : adamw.param_groups())
     for (auto& p : group.params()) {
-      const auto it = adamw.state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+      const auto it = adamw.state().find(optimizer_state_key(adamw.state(), p));
       if (it == adamw.state().end()) continue;
       const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
       const auto fits = [&](const torch::Tensor& t) {
@@ -502,7 +502,7 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
     }
     for (auto& group : state.adamw->param_groups())
       for (auto& p : group.params()) {
-        const auto it = state.adamw->state().find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+        const auto it = state.adamw->state().find(optimizer_state_key(state.adamw->state(), p));
         if (it == state.adamw->state().end()) continue;
         const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
         if (!all_finite(st.exp_avg()) || !all_finite(st.exp_avg_sq()))

@@ -29,7 +29,7 @@ torch::Tensor FrameOptimizer::step(LossClosure closure) {
     const FrameHyper& h = options.hyper_;
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      auto key = optimizer_state_key(state_, p);
       auto it = state_.find(key);
       if (it == state_.end()) {
         auto st = std::make_unique<FrameParamState>();
@@ -56,7 +56,7 @@ void FrameOptimizer::save(torch::serialize::OutputArchive& archive) const {
   std::int64_t index = 0;
   for (const auto& group : param_groups_)
     for (const auto& p : group.params()) {
-      const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+      const auto key = optimizer_state_key(state_, p);
       const auto it = state_.find(key);
       const std::int64_t i = index++;
       if (it == state_.end()) continue;
@@ -97,7 +97,7 @@ void FrameOptimizer::load(torch::serialize::InputArchive& archive) {
         throw std::invalid_argument("checkpoint tensor " + checkpoint::frame_key(i, "step") +
                                     " is not a non-negative step count");
       st->frame.step = step.item<std::int64_t>();
-      state_[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(st);
+      state_[optimizer_state_key(state_, p)] = std::move(st);
     }
 }
 

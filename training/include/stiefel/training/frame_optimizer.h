@@ -5,9 +5,28 @@
 
 #include <torch/torch.h>
 
+#include <sstream>
+#include <string>
+#include <type_traits>
+
 #include "frame_rules.h"
 
 namespace stiefel::training {
+
+// The key under which a torch::optim::Optimizer keeps parameter p's state in `state` (its state()
+// map): the TensorImpl's address printed as a string in LibTorch 1.13, the address itself from
+// LibTorch 2.0 on.
+template <class StateMap>
+typename StateMap::key_type optimizer_state_key(const StateMap& /*state*/, const torch::Tensor& p) {
+  using Key = typename StateMap::key_type;
+  if constexpr (std::is_same_v<Key, std::string>) {
+    std::ostringstream os;
+    os << p.unsafeGetTensorImpl();
+    return os.str();
+  } else {
+    return static_cast<Key>(p.unsafeGetTensorImpl());
+  }
+}
 
 struct FrameOptimizerOptions : torch::optim::OptimizerCloneableOptions<FrameOptimizerOptions> {
   explicit FrameOptimizerOptions(FrameHyper hyper = {}, FrameLayout layout = FrameLayout::kPerHead)
