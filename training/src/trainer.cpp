@@ -1008,7 +1008,9 @@ std::optional<nlohmann::json> Run::step_loss(const torch::Tensor& logits) {
   auto loss = torch::cross_entropy_loss(logits, ep_->yb);
   if (arm_.soft_penalty)
     for (auto& w : fparams_) loss = loss + soft_penalty(w, c_.soft_lambda);
-  if (arm_.codebook_beta && *arm_.codebook_beta > 0)  // C2-nb (β = 0) trains exactly as PA16
+  // C2-nb keeps the prior in the graph at β = 0: its runs equal PA16's bit for bit only if the prior adds
+  // exactly nothing and the codebook's draws leave the run's own draws alone (train_smoke.sh checks both).
+  if (arm_.codebook_beta)
     for (auto& w : fparams_) loss = loss + codebook_prior(w, codebook_.centroids, *arm_.codebook_beta);
   {
     torch::NoGradGuard guard;

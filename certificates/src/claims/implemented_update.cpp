@@ -177,7 +177,7 @@ Claim update_isometry_paper_bound_float32() {
       "two deterministic float32 runs of B2 (polar factor by thin SVD, as §3.2): the image task "
       "(d = 128, r = 16, H = 8, eta_R = 1, warm-up then cosine, eps = 1e-8, 1600 steps: 40 epochs of "
       "n = 10k in batches of 256) and the grokking task (d = 128, r = 32, H = 4, eta_R = 1 constant, "
-      "eps = 1e-3; 2000 of the paper's 20000 full-batch steps), correlated Gaussian gradients "
+      "eps = 1e-3; the paper's 20000 full-batch steps), correlated Gaussian gradients "
       "(corr 0.5, one direction for the run). The cap binds in few steps (steps_capped in the detail: the "
       "direction is reached within a few dozen steps); rule-agrees-with-core-at-paper-size-* run the trainer "
       "where it binds in a quarter to a half of the steps. The controls run in lockstep on the same draws and stop "
