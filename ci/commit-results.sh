@@ -62,7 +62,7 @@ PY
       fi ;;
   esac
 done
-"$build/stiefel" report results/*/ --out reports --certificate reports/certificate.json > /dev/null
+"$build/stiefel" report results/*/ --out reports --certificate reports/certificate.json --certificate reports/certificate-paper-size.json > /dev/null
 tests/docs/prose_numbers.sh .
 tests/docs/reports_regenerate.sh "$build/stiefel" . "$(mktemp -d)"
 git add reports

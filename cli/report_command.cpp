@@ -21,7 +21,8 @@ using nlohmann::json;
 
 struct Options {
   std::vector<std::string> results;
-  std::string out, claims = std::string(STIEFEL_EXPERIMENTS_DIR) + "/claims.json", certificate;
+  std::string out, claims = std::string(STIEFEL_EXPERIMENTS_DIR) + "/claims.json";
+  std::vector<std::string> certificates;
   std::string definitions = STIEFEL_EXPERIMENTS_DIR;
   int resamples = 20000;
   std::uint64_t seed = 0;
@@ -30,21 +31,31 @@ struct Options {
 
 int run_report(const Options& o) {
   const json claims = reports::read_json_file(o.claims);
+  // The certificates (`stiefel certify`'s default and paper-size groups write one each), their claims
+  // merged, each claim tagged with the file it came from; an id in two files is refused.
   json certificate = nullptr;
-  if (!o.certificate.empty()) {
-    certificate = reports::read_json_file(o.certificate);
-    const bool is_certificate =
-        certificate.is_object() && certificate.contains("claims") && certificate["claims"].is_array() &&
-        !certificate["claims"].empty() && certificate.contains("summary") && certificate["summary"].is_object() &&
-        std::all_of(certificate["claims"].begin(), certificate["claims"].end(), [](const json& c) {
-          return c.is_object() && c.contains("id") && c["id"].is_string() && c.contains("observed") &&
-                 c["observed"].is_string();
-        });
+  std::map<std::string, std::string> claim_file;
+  for (const auto& file : o.certificates) {
+    json one = reports::read_json_file(file);
+    const bool is_certificate = one.is_object() && one.contains("claims") && one["claims"].is_array() &&
+                                !one["claims"].empty() && one.contains("summary") && one["summary"].is_object() &&
+                                std::all_of(one["claims"].begin(), one["claims"].end(), [](const json& c) {
+                                  return c.is_object() && c.contains("id") && c["id"].is_string() &&
+                                         c.contains("observed") && c["observed"].is_string();
+                                });
     if (!is_certificate)
-      throw reports::ExperimentError(
-          "--certificate " + o.certificate +
-          ": not a certificate of `stiefel certify` (expected \"claims\": [{\"id\", \"observed\", ...}] "
-          "and \"summary\")");
+      throw reports::ExperimentError("--certificate " + file +
+                                     ": not a certificate of `stiefel certify` (expected \"claims\": [{\"id\", "
+                                     "\"observed\", ...}] and \"summary\")");
+    if (certificate.is_null()) certificate = {{"claims", json::array()}, {"summary", one["summary"]}};
+    for (auto& c : one["claims"]) {
+      const std::string id = c["id"];
+      if (const auto [it, fresh] = claim_file.emplace(id, file); !fresh)
+        throw reports::ExperimentError("--certificate " + file + ": claim " + id + " is also in " + it->second +
+                                       "; give each certificate once");
+      c["certificate_file"] = file;
+      certificate["claims"].push_back(std::move(c));
+    }
   }
   // Every table is analysed, the ledger built (which checks the claims file) and every output path
   // checked before the first file is written: a refusal leaves --out as it was.
@@ -107,7 +118,9 @@ void add_report_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--claims", o->claims, "the claims file")->capture_default_str();
   cmd->add_option("--definitions", o->definitions, "folder of the current experiment definitions")
       ->capture_default_str();
-  cmd->add_option("--certificate", o->certificate, "the JSON certificate of `stiefel certify`, for theory claims");
+  cmd->add_option("--certificate", o->certificates,
+                  "a JSON certificate of `stiefel certify`, for theory claims (repeatable: the default and the "
+                  "paper-size group's)");
   cmd->add_option("--resamples", o->resamples, "bootstrap resamples")
       ->check(CLI::Range(100, 10000000))
       ->capture_default_str();

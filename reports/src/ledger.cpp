@@ -255,7 +255,7 @@ json claim_row(const json& claim) {
 // evidence ("not run" when the certificate has none of them). `refuted_by` lists corrected forms of
 // the paper's statement: certified, such an entry refutes it.
 std::string theory_verdict(const json& claim, const json& certificate, json& row) {
-  std::vector<std::string> observed;
+  std::vector<std::string> observed, files;
   bool all_certified = true, any_refuted = false, any = false;
   const auto read = [&](const json& ids, bool corrected) {
     for (const auto& cid : ids) {
@@ -263,6 +263,8 @@ std::string theory_verdict(const json& claim, const json& certificate, json& row
       for (const auto& c : certificate["claims"])
         if (c["id"] == cid) {
           any = true;
+          const std::string file = c.value("certificate_file", std::string("reports/certificate.json"));
+          if (std::find(files.begin(), files.end(), file) == files.end()) files.push_back(file);
           const std::string o = c["observed"];
           observed.push_back(cid.get<std::string>() + (corrected ? " (corrected form)" : "") + ": " + o);
           if (corrected) {
@@ -283,8 +285,9 @@ std::string theory_verdict(const json& claim, const json& certificate, json& row
   const std::string verdict = any_refuted ? "refuted" : (all_certified ? "confirmed" : "not confirmed");
   std::string s;
   for (const auto& o : observed) s += (s.empty() ? "" : "; ") + o;
-  row["evidence"].push_back(
-      {{"source", "reports/certificate.json"}, {"ours", s}, {"verdict", verdict}, {"profile", "certificate"}});
+  std::string source;
+  for (const auto& f : files) source += (source.empty() ? "" : ", ") + f;
+  row["evidence"].push_back({{"source", source}, {"ours", s}, {"verdict", verdict}, {"profile", "certificate"}});
   return verdict;
 }
 

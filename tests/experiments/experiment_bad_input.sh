@@ -61,6 +61,10 @@ printf '{"claims": [], "summary": "x"}' > "$work/not-cert.json"
 expect 2 "not-cert.json: not a certificate" -- "$stiefel" report --out "$work/r" --certificate "$work/not-cert.json"
 printf '[1, 2]' > "$work/not-cert2.json"
 expect 2 "not-cert2.json: not a certificate" -- "$stiefel" report --out "$work/r" --certificate "$work/not-cert2.json"
+printf '{"claims": [{"id": "c", "observed": "certified"}], "summary": {}}' > "$work/cert-a.json"
+cp "$work/cert-a.json" "$work/cert-b.json"
+expect 2 "cert-b.json: claim c is also in .*cert-a.json" -- \
+  "$stiefel" report --out "$work/r" --certificate "$work/cert-a.json" --certificate "$work/cert-b.json"
 [ ! -e "$work/r" ] || { echo "FAIL: a refused report wrote $work/r"; exit 1; }
 echo "bad input refused"
 # The options a definition may set (schema/experiment.schema.json's "train") are the options of
