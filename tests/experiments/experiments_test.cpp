@@ -619,39 +619,47 @@ TEST(ExperimentDefinition, SelectVariantAndValidationSplit) {
   }
 }
 
+// A theory row listing CERTIFICATE (and REFUTED_BY, where given), and a certificate whose
+// claims k1, k2, … have the observations OBSERVED.
+json theory_row(const json& certificate, const json& refuted_by = nullptr) {
+  json row = {{"id", "c"}, {"claim", "x"}, {"where", "§"}, {"paper", "p"}, {"kind", "theory"}};
+  if (!certificate.is_null()) row["certificate"] = certificate;
+  if (!refuted_by.is_null()) row["refuted_by"] = refuted_by;
+  return {{"claims", {row}}};
+}
+json certificate_with(const std::vector<std::string>& observed) {
+  json cert = {{"claims", json::array()}};
+  for (std::size_t i = 0; i < observed.size(); ++i)
+    cert["claims"].push_back({{"id", "k" + std::to_string(i + 1)}, {"observed", observed[i]}});
+  return cert;
+}
+
 TEST(Ledger, TheoryClaimsFollowTheCertificate) {
-  json claims = {{"claims",
-                  {{{"id", "c"},
-                    {"claim", "x"},
-                    {"where", "§"},
-                    {"paper", "p"},
-                    {"kind", "theory"},
-                    {"certificate", {"k1", "k2"}}}}}};
-  json cert = {{"claims", {{{"id", "k1"}, {"observed", "certified"}}, {{"id", "k2"}, {"observed", "certified"}}}}};
-  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "confirmed");
+  const json claims = theory_row({"k1", "k2"});
+  json cert = certificate_with({"certified", "certified"});
+  const auto row = build_ledger(claims, {}, cert)["claims"][0];
+  EXPECT_EQ(row["verdict"], "confirmed");
+  EXPECT_EQ(row["evidence"][0]["source"], "reports/certificate.json");
   cert["claims"][1]["observed"] = "refuted";
   EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "refuted");
   EXPECT_EQ(build_ledger(claims, {}, nullptr)["claims"][0]["verdict"], "not run");
+  // Entries from two certificates (`stiefel report --certificate A --certificate B`): the row names both.
+  cert["claims"][0]["certificate_file"] = "a.json";
+  cert["claims"][1]["certificate_file"] = "b.json";
+  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["evidence"][0]["source"], "a.json, b.json");
 }
 
 // A corrected form the paper's statement contradicts refutes it when certified; where the
 // correction itself fails, the paper's statement is not confirmed either.
 TEST(Ledger, CertifiedCorrectionsRefuteTheirClaim) {
-  json claims = {{"claims",
-                  {{{"id", "c"},
-                    {"claim", "x"},
-                    {"where", "§"},
-                    {"paper", "p"},
-                    {"kind", "theory"},
-                    {"certificate", {"k1"}},
-                    {"refuted_by", {"k2"}}}}}};
-  json cert = {{"claims", {{{"id", "k1"}, {"observed", "certified"}}, {{"id", "k2"}, {"observed", "certified"}}}}};
+  json claims = theory_row({"k1"}, {"k2"});
+  json cert = certificate_with({"certified", "certified"});
   const auto row = build_ledger(claims, {}, cert)["claims"][0];
   EXPECT_EQ(row["verdict"], "refuted");
   EXPECT_NE(row["evidence"][0]["ours"].get<std::string>().find("k2 (corrected form): certified"), std::string::npos);
   cert["claims"][1]["observed"] = "refuted";
   EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "not confirmed");
-  claims["claims"][0].erase("certificate");  // a correction alone decides
+  claims = theory_row(nullptr, {"k2"});  // a correction alone decides
   cert["claims"][1]["observed"] = "certified";
   EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "refuted");
   EXPECT_EQ(build_ledger(claims, {}, nullptr)["claims"][0]["verdict"], "not run");
