@@ -180,7 +180,8 @@ Claim update_isometry_paper_bound_float32() {
       "eps = 1e-3; the paper's 20000 full-batch steps), correlated Gaussian gradients "
       "(corr 0.5, one direction for the run). The cap binds in few steps (steps_capped in the detail: the "
       "direction is reached within a few dozen steps); rule-agrees-with-core-at-paper-size-* run the trainer "
-      "where it binds in a quarter to a half of the steps. The controls run in lockstep on the same draws and stop "
+      "where it binds in a quarter to a half of the steps. The controls run on the same draws, each on its own, and "
+      "stop "
       "once past "
       "their margin (a running maximum never falls). The runs are float32 by definition: the 50-digit "
       "slot reports the same float32 runs";
