@@ -10,7 +10,7 @@ stiefel=$1 shim=$2 work=$3
 asan_runtime=$(ldd "$stiefel" | awk '/libasan/ {print $3}')
 shim="${asan_runtime:+$asan_runtime:}$shim"
 rm -rf "$work" && mkdir -p "$work"
-args=(train --task grok --arm b2 --seed 5 --epochs 6 --eval-every 2 --quiet)
+args=(train --task grok --arm b2 --seed 5 --epochs 3 --eval-every 1 --quiet)
 fail() { echo "FAIL: $*"; exit 1; }
 same_as_straight() {  # the record in $1 equals the uninterrupted run's in every result
   python3 - "$work/straight/run.json" "$1/run.json" <<'PY'
@@ -19,7 +19,7 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 assert b["status"] == "completed", b["status"]
 keys = ["epoch", "train_loss", "train_acc", "test_acc", "isometry_error", "tangent_grad_norm", "step_norm",
         "gauge_fraction", "cap_active_fraction"]
-assert [e["epoch"] for e in a["epochs"]] == [e["epoch"] for e in b["epochs"]] == [2, 4, 6], b["epochs"]
+assert [e["epoch"] for e in a["epochs"]] == [e["epoch"] for e in b["epochs"]] == [1, 2, 3], b["epochs"]
 for x, y in zip(a["epochs"], b["epochs"]):
     for k in keys:
         assert x.get(k) == y.get(k), (x["epoch"], k, x.get(k), y.get(k))
@@ -30,10 +30,10 @@ no_temporaries() { ! ls "$1" | grep -q '\.tmp\.' || fail "temporary files left i
 "$stiefel" "${args[@]}" --out "$work/straight"
 no_temporaries "$work/straight"
 
-# 1. SIGKILL before each of the 6 renames (record, checkpoint at epochs 2, 4, 6), then resume: the
-#    resume starts where the committed checkpoint is (k = 3, 4: epoch 2; k = 5, 6: epoch 4), and the
+# 1. SIGKILL before each of the 6 renames (record, checkpoint at epochs 1, 2, 3), then resume: the
+#    resume starts where the committed checkpoint is (k = 3, 4: epoch 1; k = 5, 6: epoch 2), and the
 #    final checkpoint on disk is the one the record names (k = 6 recomputes it).
-resumed_at=(none none none 2 2 4 4)
+resumed_at=(none none none 1 1 2 2)
 for k in 1 2 3 4 5 6; do
   dir="$work/kill-$k"
   set +e
@@ -49,7 +49,7 @@ r = json.load(open(sys.argv[1]))
 want = None if sys.argv[3] == "none" else [int(sys.argv[3])]
 assert r.get("resumed_at_epochs") == want, (r.get("resumed_at_epochs"), want)
 last = max(r["checkpoints"], key=int)
-assert last == "6" and hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest() == r["checkpoints"][last], \
+assert last == "3" and hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest() == r["checkpoints"][last], \
     "the final checkpoint is not the one the record names"
 PY
 done
@@ -136,7 +136,7 @@ echo "a diverging run stops with status diverged (exit 3)"
 
 # 5. LAPACK stops converging. The SVD of the polar retraction first: the Gram route takes over and
 #    the record counts its steps. Then the Gram route's eigendecomposition too, at epoch 3: the run
-#    fails with one line, its record says "failed" (epoch, step, error) and keeps epoch 2 and its
+#    fails with one line, its record says "failed" (epoch, step, error) and keeps epochs 1 and 2 and the
 #    checkpoint; a resume continues from there to the uninterrupted result and keeps the failure.
 dir="$work/svd-fails"
 STIEFEL_FAULT_NO_CONVERGENCE=gesdd LD_PRELOAD="$shim" "$stiefel" "${args[@]}" --out "$dir"
@@ -161,7 +161,7 @@ r = json.load(open(sys.argv[1]))
 assert r["status"] == "failed", r["status"]
 f = r["failure"]
 assert f["epoch"] == 3 and f["step"] == 3 and "failed to converge" in f["error"], f
-assert [e["epoch"] for e in r["epochs"]] == [2], r["epochs"]
+assert [e["epoch"] for e in r["epochs"]] == [1, 2], r["epochs"]
 assert hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest() == r["checkpoints"]["2"]
 PY
 "$stiefel" "${args[@]}" --out "$dir" --resume
