@@ -85,7 +85,8 @@ std::vector<Arm> build() {
                .codebook_beta = [](const Rates& r) { return r.codebook_beta; }});
   a.push_back({.name = "c2-nb",
                .label = "C2-nb",
-               .summary = "C2 with β = 0: its codebook built and not used, so PA16 itself (Table 1: \"B2-SGD up to "
+               .summary = "C2 with β = 0: its codebook built and its prior kept in the loss at weight 0, so PA16 "
+                          "itself (Table 1: \"B2-SGD up to "
                           "the random draw\"; image task)",
                .colour = "#8e0152",
                .rule = [](const Rates& r) -> FrameRule { return pa16_hyper(r.sgd_lr); },
