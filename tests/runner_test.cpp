@@ -477,16 +477,19 @@ TEST_F(Runner, ARecordOfAnotherCellIsMismatched) {
   EXPECT_EQ(s.state, RunState::mismatched);
   EXPECT_NE(s.detail.find("arm \"a2\" (the cell's: \"b2\")"), std::string::npos) << s.detail;
   auto run = json::parse(read(grid.run_dir(0) / "run.json"));
-  run["options"]["epochs"] = 39;  // another budget
+  const int cell_epochs = grid.runs[0].train["epochs"].get<int>();
+  run["options"]["epochs"] = cell_epochs - 1;  // another budget
   write(grid.run_dir(0) / "run.json", run.dump());
   s = run_status(grid, 0);
   EXPECT_EQ(s.state, RunState::mismatched);
-  EXPECT_NE(s.detail.find("epochs 39 (the cell's: 40)"), std::string::npos) << s.detail;
+  const std::string expected =
+      "epochs " + std::to_string(cell_epochs - 1) + " (the cell's: " + std::to_string(cell_epochs) + ")";
+  EXPECT_NE(s.detail.find(expected), std::string::npos) << s.detail;
   // The local runner leaves both as they are and says so.
   std::ostringstream progress;
   EXPECT_EQ(stiefel::runner::run_local(grid, {0, 1}, {1, "/bin/true", ""}, progress), 1);
   EXPECT_NE(progress.str().find("2 runs hold a record that is not their cell's"), std::string::npos) << progress.str();
-  EXPECT_EQ(json::parse(read(grid.run_dir(0) / "run.json"))["options"]["epochs"], 39);
+  EXPECT_EQ(json::parse(read(grid.run_dir(0) / "run.json"))["options"]["epochs"], cell_epochs - 1);
 }
 
 // A run whose folder another process holds is left to it, not started twice and not called failed.

@@ -3,13 +3,17 @@
 # ledger that lists every claim of experiments/claims.json. Smoke runs are far below the paper's
 # budget: their tables say so, and they decide no verdict (at the paper's budget or reduced).
 set -euo pipefail
-stiefel=$1 work=$2 claims=$3 certificate=$4
+# Usage: report_smoke.sh STIEFEL WORK CLAIMS CERTIFICATE...
+stiefel=$1 work=$2 claims=$3
+shift 3
+certificates=()
+for c in "$@"; do certificates+=(--certificate "$c"); done
 definitions=$(ls "$(dirname "$claims")"/*.json | grep -vc '/claims\.json$')
 dirs=()
 for d in "$work"/*/; do [ -f "$d/experiment.json" ] && dirs+=("$d"); done
 [ "${#dirs[@]}" -ge "$definitions" ] || { echo "FAIL: ${#dirs[@]} smoke results for $definitions definitions"; exit 1; }
 rm -rf "$work/../report"
-"$stiefel" report "${dirs[@]}" --out "$work/../report" --certificate "$certificate" --resamples 2000
+"$stiefel" report "${dirs[@]}" --out "$work/../report" "${certificates[@]}" --resamples 2000
 python3 - "$work/../report" "$claims" "$definitions" <<'PY'
 import json, os, sys
 rep, claims, definitions = sys.argv[1], json.load(open(sys.argv[2]))["claims"], int(sys.argv[3])
