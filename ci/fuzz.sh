@@ -5,8 +5,13 @@
 # run records, and a checkpoint written by the build under test). A crash, a sanitizer report or an unexpected exception fails the run; the input is
 # kept under build/fuzz/artifacts/. Prints one line per target: runs, coverage, corpus size.
 #   ci/fuzz.sh [SECONDS] [TARGET...]      e.g. ci/fuzz.sh 600 (the ten-minute runs)
+#   ci/fuzz.sh --build-only               builds the targets and runs nothing (CI's set-up step)
+# The tree (build/fuzz) is the one ci/sanitize.sh fast builds its unit tests in: the libraries both
+# need are built once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=false
+[ "${1:-}" = --build-only ] && { build_only=true; shift; }
 seconds=${1:-30}
 shift || true
 targets=("$@")
@@ -15,6 +20,7 @@ mkdir -p build
 cmake --preset fuzz > build/fuzz-configure.log 2>&1 || { cat build/fuzz-configure.log; exit 1; }
 cmake --build --preset fuzz --target "${targets[@]/#/fuzz_}" > build/fuzz-build.log 2>&1 ||
   { echo "ci/fuzz.sh: the fuzz tree does not build (build/fuzz-build.log):"; grep -E "error|FAILED" build/fuzz-build.log | head -20; exit 1; }
+$build_only && { echo "ci/fuzz.sh: ${#targets[@]} fuzz targets built in build/fuzz"; exit 0; }
 work=build/fuzz/corpus-work artifacts=build/fuzz/artifacts
 mkdir -p "$artifacts"
 status=0
