@@ -7,7 +7,7 @@
 set -euo pipefail
 stiefel=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
-grok=(train --task grok --arm b2 --seed 1 --epochs 30 --eval-every 10 --quiet)
+grok=(train --task grok --arm b2 --seed 1 --epochs 6 --eval-every 2 --quiet)
 image=(train --task image --arm b2 --seed 2 --n 512 --epochs 2 --pca-samples 4000 --test-n 500 --quiet)
 one=(env OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 GOTO_NUM_THREADS=1)
 many=(env OPENBLAS_NUM_THREADS=4 OMP_NUM_THREADS=3 GOTO_NUM_THREADS=2)

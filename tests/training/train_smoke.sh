@@ -50,8 +50,8 @@ for task in image grok; do
       fi
       out="$work/cifar-$arm-for-$arm"
     elif [ "$task" = image ]; then
-      "$stiefel" train --task image --arm "$arm" --seed 1 --n 512 --epochs 2 --batch 128 --pca-samples 4000 \
-        --warmup-epochs 1 --quiet --out "$out"
+      "$stiefel" train --task image --arm "$arm" --seed 1 --n 512 --test-n 512 --epochs 2 --batch 128 \
+        --pca-samples 4000 --warmup-epochs 1 --quiet --out "$out"
     else
       "$stiefel" train --task grok --arm "$arm" --seed 1 --epochs 2 --eval-every 1 --quiet --out "$out"
     fi
