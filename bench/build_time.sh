@@ -4,10 +4,14 @@
 # benchmarks; command 2). Builds a fresh tree from a clean checkout of HEAD under a scratch folder;
 # prints the wall times and the ten slowest translation units (from ninja's log; with more parallel
 # jobs than cores a unit's time includes waiting). About 13 min on 2 cores.
-# Measured here (GCC 12.2, 2 cores): 523 s for `stiefel`, 242 s for the rest. Precompiled LibTorch
-# and certificate headers made it slower (615 s + 298 s: the units' time is in instantiation and
-# optimisation, and a 630 MB precompiled header costs more to load than parsing saves), and so did
-# one certificate instantiation unit per claim group; -j2 in place of ninja's -j4 gave 506 s.
+# Measured here (GCC 12.2, 2 cores, ninja's -j4, nothing else running), on 2026-12-05:
+#   without precompiled headers: 439 s for `stiefel`, 192 s for the rest, 632 s in all;
+#   with the LibTorch header precompiled once for the training library (and reused by the trainer's
+#   rule, the executable and the roofline benchmark) and the certificate units' headers once for
+#   theirs: 370 s + 178 s, 549 s in all (-13 %). Per unit (usr+sys, one at a time):
+#   training/src/trainer.cpp 28.2 s -> 18.9 s, a claim group's unit 6.5 s -> 3.3 s.
+# One certificate instantiation unit per claim group and precision was measured slower (about 3x
+# the CPU time of checks_double.cpp and checks_mp50.cpp: they re-instantiate the same kernels).
 # Usage: bench/build_time.sh [NINJA_JOBS]
 set -euo pipefail
 cd "$(dirname "$0")/.."

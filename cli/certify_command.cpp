@@ -92,7 +92,7 @@ std::string command_line(const CLI::App& cmd) {
   std::string line = "stiefel certify";
   for (const auto& o : cmd.get_options())
     if (o->count() > 0 && o->get_name() != "--help")
-      for (const auto& r : o->results()) line += " " + o->get_name() + " " + r;
+      for (const auto& r : o->results()) line.append(" ").append(o->get_name()).append(" ").append(r);
   return line;
 }
 
