@@ -40,6 +40,9 @@ void add_model_options(CLI::App* cmd, training::TrainConfig* cfg) {
       ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_flag("--power-stabilisation", cfg->power_stabilisation, "grok: beta2 = 0.98 and a 10-step warm-up");
+  cmd->add_option("--modulus", cfg->modulus, "grok: the modulus p of (a + b) mod p (§4.3: 97)")
+      ->check(CLI::Range(5, 1000))
+      ->capture_default_str();
   cmd->add_option("--test-n", cfg->test_n, "image: evaluate on the first N test images (default: all)")
       ->check(kNonNegative);
   cmd->add_option("--val-n", cfg->val_n,

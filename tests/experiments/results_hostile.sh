@@ -193,7 +193,13 @@ for opt in "--n 5" "--batch 64" "--layers 3" "--pooling cls" "--warmup-epochs 1"
   expect 2 "${opt%% *}: the grok task does not use it" -- "$stiefel" train --task grok --epochs 1 $opt --out "$work/g"
 done
 [ ! -e "$work/g" ] || fail "a refused grok run wrote $work/g"
-echo "10: image options refused by the grok task"
+# and the image task refuses the grokking modulus; a modulus out of range is refused by name.
+expect 2 "\-\-modulus: the image task does not use it" -- "$stiefel" train --task image --modulus 11 --out "$work/g"
+for p in 4 1001 x; do
+  expect 2 "\-\-modulus" -- "$stiefel" train --task grok --modulus $p --out "$work/g"
+done
+[ ! -e "$work/g" ] || fail "a refused modulus wrote $work/g"
+echo "10: image options refused by the grok task, the modulus by the image task"
 
 # 11: a checkpoint with one byte changed is refused (its ZIP records' CRC-32), and one that is not the
 # record's (its SHA-256) too; what was checked is said.

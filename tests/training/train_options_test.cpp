@@ -24,6 +24,13 @@ TEST(TrainOptions, TheSchemaDefaultsAreTheTrainersDefaults) {
   codebook.arm = "c2";
   options.update(run_options(codebook));
   options["arm"] = TrainConfig{}.arm;
+  // The modulus is recorded only where it is not §4.3's 97: the schema's default is the trainer's.
+  EXPECT_FALSE(options.contains("modulus"));
+  TrainConfig small;
+  small.task = "grok";
+  small.modulus = 23;
+  EXPECT_EQ(run_options(small)["modulus"], 23);
+  options["modulus"] = TrainConfig{}.modulus;
   for (const auto& [key, spec] : train_properties().items()) {
     if (key == "data") continue;  // no default: the task's data set
     ASSERT_TRUE(spec.contains("default")) << key;

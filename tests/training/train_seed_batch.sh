@@ -2,7 +2,8 @@
 # Seed batching: runs trained in one process through one batched forward (--batch-seed) write the
 # records their own runs write, bit for bit but for timings and "compute" (which names the batch),
 # and checkpoints holding the same tensors:
-#   1. every arm the grokking task takes, two seeds, alone and batched (and a diverging setting);
+#   1. every arm the grokking task takes, two seeds, alone and batched (and a diverging setting), at
+#      the modulus 23 (the batched code does not depend on it; parts 2 and 3 run §4.3's 97);
 #   2. a grid through `stiefel experiment --batch-seeds 2` against the same grid run alone;
 #   3. a batched run killed mid-run and resumed batched, one of its runs from scratch (its folder
 #      removed), so that the resumed batch holds runs at different epochs.
@@ -44,7 +45,7 @@ batch_of() {  # the record names its batch
 for arm in a2 a2-nwf soft b2 b2-mean-moment b2-block b2-column b2-grassmann b2m b2m-can b2-sgd b2-sgd-stiefel frozen \
            "b2 --adam-lr 1e9"; do
   name=${arm// /_}
-  common=(train --task grok --arm $arm --epochs 2 --eval-every 2 --quiet)
+  common=(train --task grok --modulus 23 --arm $arm --epochs 2 --eval-every 2 --quiet)
   for s in 0 1; do "$stiefel" "${common[@]}" --seed $s --out "$work/$name/alone-$s" > /dev/null 2>&1 || [ $? -eq 3 ]; done
   rc=0
   "$stiefel" "${common[@]}" --seed 0 --out "$work/$name/batch-0" --batch-seed "1=$work/$name/batch-1" \

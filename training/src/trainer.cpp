@@ -79,16 +79,17 @@ Data load_data(const TrainConfig& c) {
     if (c.val_n > 0) throw std::invalid_argument("--val-n: the grok task has no validation split");
     if (!c.data.empty() && c.data != "modular")
       throw std::invalid_argument("--data " + c.data + ": the grok task uses modular arithmetic (no data)");
-    const auto m = make_modular_addition(97, 0.4, c.seed);
-    d.name = "modular addition (a + b) mod 97";
+    const std::int64_t p = c.modulus;
+    const auto m = make_modular_addition(p, 0.4, c.seed);
+    d.name = "modular addition (a + b) mod " + std::to_string(p);
     d.train_x = torch::tensor(m.train_tokens).view({-1, 3});
     d.train_y = torch::tensor(m.train_labels);
     d.test_x = torch::tensor(m.test_tokens).view({-1, 3});
     d.test_y = torch::tensor(m.test_labels);
-    d.input_dim = 98;
+    d.input_dim = p + 1;  // the residues and the "=" token
     d.tokens = 3;
-    d.classes = 97;
-    d.record = {{"name", d.name},           {"p", 97},
+    d.classes = p;
+    d.record = {{"name", d.name},           {"p", p},
                 {"train_fraction", 0.4},    {"train", d.train_y.size(0)},
                 {"test", d.test_y.size(0)}, {"split_seed", c.seed}};
     return d;
@@ -333,6 +334,8 @@ nlohmann::json run_options(const TrainConfig& c) {
     o["codebook_beta"] = c.codebook_beta;
     o["codebook_k"] = c.codebook_k;
   }
+  // The modulus only where it is not §4.3's 97, for the same reason.
+  if (c.modulus != TrainConfig{}.modulus) o["modulus"] = c.modulus;
   return o;
 }
 
@@ -402,6 +405,8 @@ void validate(const TrainConfig& c) {
   at_least("eval-every", c.eval_every, 0);
   // The whitening PCA of 128 dimensions needs well over 128 patches for a full-rank covariance.
   at_least("pca-samples", c.pca_samples, 1000);
+  // The grokking modulus: from 5 (10 training and 15 test pairs) to 1 000 (a full batch of 400 000).
+  at_least("modulus", c.modulus, 5);
   // Upper bounds keep every product of counts (steps × epochs, images × pixels) far from overflow.
   auto at_most = [&](const char* option, std::int64_t v, std::int64_t hi) {
     if (v > hi) bad(option, std::to_string(v) + ": expected at most " + std::to_string(hi));
@@ -416,9 +421,12 @@ void validate(const TrainConfig& c) {
   at_most("threads", c.threads, 256);
   at_most("eval-every", c.eval_every, 10000000);
   at_most("pca-samples", c.pca_samples, 100000000);
+  at_most("modulus", c.modulus, 1000);
   if (c.resume && c.overwrite)
     bad("overwrite", "--resume continues the run in --out, --overwrite starts it over: choose one");
   if (c.task == "grok") refuse_image_options(c, bad);
+  if (c.task == "image" && c.modulus != TrainConfig{}.modulus)
+    bad("modulus", "the image task does not use it (the grokking task's modulus)");
   if (c.seed > std::uint64_t(std::numeric_limits<std::int64_t>::max())) bad("seed", "expected 0 <= seed < 2^63");
 }
 
