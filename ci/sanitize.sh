@@ -3,7 +3,9 @@
 # and nlohmann JSON's own asserts run too).
 #   ci/sanitize.sh fast [--build-only]   the unit-test programs that do not link LibTorch (CI's
 #                     sanitize_fast_slice), built with clang in the tree the fuzzers use (preset
-#                     `fuzz`, build/fuzz): the libraries both need are built once
+#                     `fuzz`, build/fuzz): the libraries both need are built once (with the
+#                     fuzzers' -O1 and coverage instrumentation; the test programs' own sources
+#                     at -O0, without it)
 #   ci/sanitize.sh full   every target with gcc (preset `sanitize`), then the whole test suite
 # A sanitizer report fails the run (UBSan halts on the first error; ASan always does).
 set -euo pipefail

@@ -246,6 +246,8 @@ json legacy_setting(const json& record, const std::string& key) {
   if (key == "batch") return image ? config.value("batch", json()) : json();
   if (key == "layers" || key == "pooling" || key == "positional") return image ? model.value(key, json()) : json();
   if (key == "soft_lambda") return config.value("arm", "") == "soft" ? config.value(key, json()) : json();
+  if (key == "modulus" && !image && record.contains("dataset") && record["dataset"].is_object())
+    return record["dataset"].value("p", json());
   if (key == "power_stabilisation" && !image && config.contains("adam_betas"))
     return config["adam_betas"].size() == 2 && config["adam_betas"][1] == json(0.98);
   if (key == "warmup_epochs" && image) {

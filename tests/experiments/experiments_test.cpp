@@ -1040,6 +1040,14 @@ TEST(CellCheck, ARecordMatchesOnlyItsOwnCell) {
   with_eps.train["eps"] = 1e-6;
   EXPECT_EQ(cell_mismatch(other, with_eps), "eps 1e-08 (the cell's: 1e-06)");
   EXPECT_EQ(cell_mismatch(json::object(), cell).substr(0, 4), "seed");  // no options, no config
+  // The modulus is in the options only where it is not 97: a record without it ran at 97.
+  auto modulus = cell;
+  modulus.train["modulus"] = 23;
+  EXPECT_EQ(cell_mismatch(record, modulus), "modulus 97 (the cell's: 23)");
+  other = record;
+  other["options"]["modulus"] = 23;
+  EXPECT_EQ(cell_mismatch(other, modulus), "");
+  EXPECT_EQ(cell_mismatch(other, cell), "modulus 23 (the cell's: 97)");
 }
 
 // A record from before "options" were recorded is held to what its config states, and a setting it
@@ -1077,6 +1085,14 @@ TEST(CellCheck, ARecordWithoutOptionsIsHeldToItsConfig) {
   auto decay = cell;
   decay.train["weight_decay"] = 0.3;
   EXPECT_EQ(cell_mismatch(record, decay), "weight_decay 1.0 (the cell's: 0.3)");
+  // The modulus: what the dataset states, and unset where it states none.
+  auto modulus = cell;
+  modulus.train["modulus"] = 23;
+  EXPECT_EQ(cell_mismatch(record, modulus), "modulus unset (the cell's: 23)");
+  other = record;
+  other["dataset"] = {{"p", 97}};
+  EXPECT_EQ(cell_mismatch(other, cell), "");
+  EXPECT_EQ(cell_mismatch(other, modulus), "modulus 97 (the cell's: 23)");
 }
 
 TEST(ExperimentGrid, SeedCountsThatWouldWrapAreRefused) {

@@ -199,6 +199,10 @@ for p in 4 1001 x; do
   expect 2 "\-\-modulus" -- "$stiefel" train --task grok --modulus $p --out "$work/g"
 done
 [ ! -e "$work/g" ] || fail "a refused modulus wrote $work/g"
+# A run at 23 resumes only at 23.
+"$stiefel" train --task grok --modulus 23 --epochs 1 --quiet --out "$work/g23" > /dev/null
+expect 2 "modulus" -- "$stiefel" train --task grok --epochs 2 --quiet --out "$work/g23" --resume
+expect 2 "modulus" -- "$stiefel" train --task grok --modulus 29 --epochs 2 --quiet --out "$work/g23" --resume
 echo "10: image options refused by the grok task, the modulus by the image task"
 
 # 11: a checkpoint with one byte changed is refused (its ZIP records' CRC-32), and one that is not the

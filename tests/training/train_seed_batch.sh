@@ -3,8 +3,9 @@
 # records their own runs write, bit for bit but for timings and "compute" (which names the batch),
 # and checkpoints holding the same tensors:
 #   1. every arm the grokking task takes, two seeds, alone and batched (and a diverging setting), at
-#      the modulus 23 (the batched code does not depend on it; parts 2 and 3 run §4.3's 97);
-#   2. a grid through `stiefel experiment --batch-seeds 2` against the same grid run alone;
+#      the modulus 23 (the batched code does not depend on it; part 3 runs §4.3's 97);
+#   2. a grid through `stiefel experiment --batch-seeds 2` against the same grid run alone (the
+#      grokking smoke profile: modulus 23);
 #   3. a batched run killed mid-run and resumed batched, one of its runs from scratch (its folder
 #      removed), so that the resumed batch holds runs at different epochs.
 set -euo pipefail
