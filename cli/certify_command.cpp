@@ -21,7 +21,7 @@ struct CertifyArgs {
   std::string out = "reports/certificate.json";
   certificates::RunOptions run;
   std::string precision = "both";
-  std::string swap;
+  std::vector<std::string> swap;
   std::string checkpoint;
   std::string junit;
   std::string rule, rule_config;
@@ -59,7 +59,8 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
                   "dtype (float64 or float32)");
   cmd->add_flag("--list", args.list, "list the registered claims and their controls, then exit");
   cmd->add_option("--swap-control", args.swap,
-                  "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail)")
+                  "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail); "
+                  "repeatable, one per claim")
       ->group("");
 }
 
@@ -102,7 +103,7 @@ int run_suite(CertifyArgs& args, const CLI::App& cmd) {
   run.precision = args.precision == "double" ? certificates::Precision::kDouble
                   : args.precision == "mp50" ? certificates::Precision::kMp50
                                              : certificates::Precision::kBoth;
-  if (!args.swap.empty()) run.swap_control = args.swap;
+  run.swap_controls = args.swap;
   run.command_line = command_line(cmd);
   try {
     const auto result = certificates::run_certificate(run, std::cerr);

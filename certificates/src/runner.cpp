@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <stiefel/certificates/claim.h>
@@ -148,11 +149,11 @@ struct ClaimSetting {
 
 ClaimSetting claim_setting(const Claim& claim, const RunOptions& opt) {
   ClaimSetting s{claim, opt.precision != Precision::kMp50, opt.precision != Precision::kDouble};
-  if (opt.swap_control) {
-    const auto colon = opt.swap_control->find(':');
-    if (opt.swap_control->substr(0, colon) == claim.id)
+  for (const auto& pair : opt.swap_controls) {
+    const auto colon = pair.find(':');
+    if (pair.substr(0, colon) == claim.id)
       for (const auto& ctl : claim.controls)
-        if (ctl.id == opt.swap_control->substr(colon + 1)) s.swapped = &ctl;
+        if (ctl.id == pair.substr(colon + 1)) s.swapped = &ctl;
   }
   s.active = s.swapped ? &s.swapped->check : &claim.check;
   return s;
@@ -463,14 +464,17 @@ std::vector<const Claim*> select_claims(const RunOptions& opt) {
   if (selected.empty())
     throw std::invalid_argument("--claims: '" + opt.claims + "' matches no registered claim of group '" + opt.group +
                                 "'");
-  if (opt.swap_control) {
-    const auto colon = opt.swap_control->find(':');
+  std::set<std::string> swapped_claims;
+  for (const auto& pair : opt.swap_controls) {
+    const auto colon = pair.find(':');
     bool found = false;
     for (const auto& c : registry())
-      if (colon != std::string::npos && c.id == opt.swap_control->substr(0, colon))
-        for (const auto& ctl : c.controls) found = found || ctl.id == opt.swap_control->substr(colon + 1);
-    if (!found)
-      throw std::invalid_argument("--swap-control: '" + *opt.swap_control + "' names no registered CLAIM:CONTROL pair");
+      if (colon != std::string::npos && c.id == pair.substr(0, colon))
+        for (const auto& ctl : c.controls) found = found || ctl.id == pair.substr(colon + 1);
+    if (!found) throw std::invalid_argument("--swap-control: '" + pair + "' names no registered CLAIM:CONTROL pair");
+    if (!swapped_claims.insert(pair.substr(0, colon)).second)
+      throw std::invalid_argument("--swap-control: '" + pair + "': claim " + pair.substr(0, colon) +
+                                  " already has a control swapped in (one per claim)");
   }
   return selected;
 }
@@ -559,7 +563,7 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   std::string reproduce = "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
                           std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " + precision_name;
   if (opt.group != "default") reproduce += " --group " + opt.group;
-  if (opt.swap_control) reproduce += " --swap-control " + *opt.swap_control;
+  for (const auto& pair : opt.swap_controls) reproduce += " --swap-control " + pair;
   reproduce += opt.reproduce_options;
   nlohmann::json not_run = nlohmann::json::array();
   for (const auto& skipped : skipped_implementations()) {
@@ -582,7 +586,7 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
         {"wall_seconds", wall},
         {"command_line", opt.command_line},
         {"reproduce", reproduce},
-        {"swap_control", opt.swap_control ? nlohmann::json(*opt.swap_control) : nullptr},
+        {"swap_control", opt.swap_controls.empty() ? nlohmann::json(nullptr) : nlohmann::json(opt.swap_controls)},
         {"implementations_not_run", not_run}}},
       {"precision",
        {{"working_type", "double (IEEE 754 binary64)"},

@@ -16,6 +16,8 @@ expect 2 "matches no registered claim" certify --claims 'no-such-claim' --out "$
 expect 2 "--cases" certify --cases 0 --out "$work/a.json"
 expect 2 "--precision" certify --precision quad --out "$work/a.json"
 expect 2 "--swap-control" certify --swap-control 'prop8-decay-annihilated:nothing' --out "$work/a.json"
+c=$("$stiefel" certify --list | awk '/^ +control / {print claim ":" substr($2, 1, length($2) - 1); exit} /^[a-z0-9]/ {claim = $1}')
+expect 2 "one per claim" certify --swap-control "$c" --swap-control "$c" --out "$work/a.json"
 [ ! -e "$work/a.json" ] || fail "a certificate was written for bad arguments"
 mkdir -p "$work/dir.json"
 # --out is checked before the suite runs (exit 2 at once, not after it): a folder, a symbolic link, a

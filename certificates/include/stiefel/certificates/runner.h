@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace stiefel::certificates {
 
@@ -20,9 +21,10 @@ struct RunOptions {
   std::string group = "default";
   Precision precision = Precision::kBoth;
   int jobs = 0;  // 0: one per hardware thread
-  // "CLAIM_ID:CONTROL_ID": run that control in place of the claim's own check (the test that
-  // every control, swapped into the real pipeline, makes the certificate fail).
-  std::optional<std::string> swap_control;
+  // "CLAIM_ID:CONTROL_ID" pairs, at most one per claim: run each control in place of its claim's
+  // own check (the test that every control, swapped into the real pipeline, makes the certificate
+  // fail: one run can swap a control into each of several claims).
+  std::vector<std::string> swap_controls;
   std::string command_line;  // recorded in the certificate
   // Options that register what the claims run on (`--rule FILE --rule-config FILE`), appended to
   // every reproduce command so that it replays.
