@@ -64,6 +64,18 @@ void run_command(const char* name, int& exit_code, Body&& body) {
   }
 }
 
+// Registers this executable's commands. Where LibTorch is built, `stiefel` is a front end without it
+// (commands_front.cpp): it runs `experiment` and `report` itself and hands every other command line to
+// the complete executable beside it, stiefel-torch (commands_all.cpp), so that only the commands
+// that run training code pay LibTorch's start-up (about 0.4 s of loading its 288 shared libraries).
+// The front end may replace this process with stiefel-torch (it does not return then).
+void add_commands(CLI::App& app, int argc, char** argv, int& exit_code);
+
+// The executable that trains: a path execv accepts that stays this build's stiefel-torch (or this
+// executable where it is the complete one) for the whole process, even where the file is replaced by
+// a rebuild meanwhile.
+std::string training_executable();
+
 // `stiefel certify`: runs the certificate suite and writes the JSON certificate.
 void add_certify_command(CLI::App& app, int& exit_code);
 

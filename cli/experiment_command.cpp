@@ -1,7 +1,7 @@
 // `stiefel experiment NAME --profile P --out DIR`: runs an experiment's grid (stiefel::runner):
-// locally as child processes of `stiefel train`, J at a time, or with --slurm as a Slurm array job
-// and a dependent report job; --status shows the state of every run. Finished runs are skipped and
-// interrupted ones resume from their checkpoints, so a rerun never loses or redoes a finished run.
+// locally as child processes of `stiefel train` (training_executable()), J at a time, or with --slurm as a Slurm array
+// job and a dependent report job; --status shows the state of every run. Finished runs are skipped and interrupted ones
+// resume from their checkpoints, so a rerun never loses or redoes a finished run.
 #include <algorithm>
 #include <filesystem>
 #include <iomanip>
@@ -49,7 +49,7 @@ int submit(const runner::Grid& g, Options o) {
   if (!o.shard.empty()) throw std::invalid_argument("--shard: not with --slurm (use --array-tasks N)");
   o.slurm.jobs = o.jobs;
   o.slurm.batch_seeds = o.batch_seeds;  // an array task takes whole seed groups
-  o.slurm.executable = fs::read_symlink("/proc/self/exe").string();
+  o.slurm.executable = fs::read_symlink(training_executable()).string();
   o.slurm.workdir = fs::current_path().string();
   const auto queued = runner::queued_runs(g, o.slurm);  // runs an earlier submission still has queued
   const auto plan = runner::plan_slurm(g, o.slurm, queued);
@@ -115,7 +115,7 @@ int run_experiment(const Options& o) {
     const auto n = runner::reuse_records(g, from, std::cerr);
     std::cerr << g.experiment.name << ": " << n << " runs reused from " << from << "\n";
   }
-  return runner::run_local(g, indices, runner::LocalOptions{o.jobs, "/proc/self/exe", o.shard, o.batch_seeds},
+  return runner::run_local(g, indices, runner::LocalOptions{o.jobs, training_executable(), o.shard, o.batch_seeds},
                            std::cerr);
 }
 

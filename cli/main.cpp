@@ -12,14 +12,7 @@ int main(int argc, char** argv) {
       "--verbose", [] { setenv("STIEFEL_VERBOSE", "1", 1); },
       "full error messages (with LibTorch's backtrace); also STIEFEL_VERBOSE=1");
   int exit_code = 0;
-#ifdef STIEFEL_WITH_CERTIFICATES
-  stiefel::cli::add_certify_command(app, exit_code);
-#endif
-  stiefel::cli::add_report_command(app, exit_code);
-#ifdef STIEFEL_WITH_TORCH
-  stiefel::cli::add_train_command(app, exit_code);
-  stiefel::cli::add_experiment_command(app, exit_code);
-#endif
+  stiefel::cli::add_commands(app, argc, argv, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
