@@ -10,6 +10,8 @@
 #   rule, the executable and the roofline benchmark) and the certificate units' headers once for
 #   theirs: 370 s + 178 s, 549 s in all (-13 %). Per unit (usr+sys, one at a time):
 #   training/src/trainer.cpp 28.2 s -> 18.9 s, a claim group's unit 6.5 s -> 3.3 s.
+# With the test programs' own sources at -O1 and `stiefel` a front end beside the complete
+#   stiefel-torch: 373 s for `stiefel` (both executables), 150 s for the rest, 524 s in all.
 # One certificate instantiation unit per claim group and precision was measured slower (about 3x
 # the CPU time of checks_double.cpp and checks_mp50.cpp: they re-instantiate the same kernels).
 # Usage: bench/build_time.sh [NINJA_JOBS]
