@@ -7,7 +7,7 @@
 # no certificate.
 set -uo pipefail
 stiefel=$1 source=$2 work=$3
-py=/usr/bin/python3  # Debian's interpreter: python3-torch (ci/setup) installs torch for it
+py=python3  # the tests' Python (STIEFEL_TEST_PYTHON, first on PATH): ci/setup installs python3-torch for it
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "$1"; exit 1; }
 "$py" -c 'import torch' 2> /dev/null || fail "$py cannot import torch: ci/setup installs python3-torch"
