@@ -62,6 +62,27 @@ set -e
 [ "$rc" -ne 0 ] && grep -q "records another run: attention products (small-matrix kernel → one \[Q|K|V\] GEMM" \
   "$work/err-route"
 echo "a resume across attention routes is refused"
+# A resume under other kernels (here: a record written under another BLAS core) continues and keeps
+# the compute of its earlier epochs; a resume under the same kernels adds nothing.
+cp -r "$work/other" "$work/other-kernels"
+python3 - "$work/other-kernels/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["compute"]["blas"]["kernels"] = "AnotherCore"
+json.dump(r, open(sys.argv[1], "w"), indent=2)
+PY
+"$stiefel" "${args[@]}" --out "$work/other-kernels" --resume
+python3 - "$work/other-kernels/run.json" "$work/killed/run.json" <<'PY'
+import json, sys
+r, plain = (json.load(open(p)) for p in sys.argv[1:])
+assert r["status"] == "completed", r["status"]
+(entry,) = r["earlier_compute"]
+assert entry["until_epoch"] == r["resumed_at_epochs"][0] > 0, entry
+assert entry["compute"]["blas"]["kernels"] == "AnotherCore", entry
+assert r["compute"]["blas"].get("kernels") != "AnotherCore"
+assert "earlier_compute" not in plain, plain["earlier_compute"]
+print("a resume under other kernels records the earlier epochs' compute")
+PY
 
 # A finished run is never replaced or extended silently: without --resume it is refused, a resume
 # with other settings (more epochs, another arm) is refused naming them; --overwrite replaces it.

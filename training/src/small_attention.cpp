@@ -1,6 +1,7 @@
 #include <stiefel/training/small_attention.h>
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 
 #include <cmath>
 
@@ -130,6 +131,7 @@ constexpr std::int64_t kGrain = 64;  // examples per task of the intra-op pool
 struct SmallAttention : torch::autograd::Function<SmallAttention> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in,
                                const torch::Tensor& bias_in, std::int64_t heads, double scale) {
+    RECORD_USER_SCOPE("stiefel::small_attention");  // a named operator in a profile (bench/grok_profile.cpp)
     const auto qkv = qkv_in.contiguous(), bias = bias_in.contiguous();
     const auto b = qkv.size(0), t = qkv.size(1), r = qkv.size(2) / (3 * heads);
     auto out = torch::empty({b, t, heads * r}, qkv.options());

@@ -692,6 +692,7 @@ class Run {
   nlohmann::json run_;
   nlohmann::json stored_config_ = nlohmann::json::object();
   std::string stored_compute_, stored_attention_;
+  nlohmann::json stored_compute_record_;  // the record's "compute" before this resume
   Data data_;
   ModelSpec spec_;
   Classifier model_{nullptr};
@@ -761,6 +762,7 @@ std::optional<nlohmann::json> Run::open_folder() {
   if (run_.is_object()) {
     stored_config_ = run_.value("config", nlohmann::json::object());
     if (run_.contains("compute") && run_["compute"].is_object()) {
+      stored_compute_record_ = run_["compute"];
       stored_compute_ = run_["compute"].value("mode", "");
       stored_attention_ = run_["compute"].value("attention_products", "");
     }
@@ -912,6 +914,16 @@ void Run::write_header() {
   if (arm_.codebook_beta) {
     run_["codebook"] = codebook_.record;
     run_["codebook"]["beta"] = *arm_.codebook_beta;
+  }
+  // A run resumed under other kernels (another BLAS core, ATen vector width or thread count: other
+  // bits, the same function) keeps the record of what computed its earlier epochs.
+  if (start_epoch_ > 0 && stored_compute_record_.is_object()) {
+    const auto numerics = [](nlohmann::json c) {
+      for (const char* k : {"seed_batch", "malloc"}) c.erase(k);  // neither changes a result
+      return c;
+    };
+    if (numerics(stored_compute_record_) != numerics(compute_))
+      run_["earlier_compute"].push_back({{"until_epoch", start_epoch_}, {"compute", stored_compute_record_}});
   }
   run_["compute"] = compute_;
   run_["dataset"] = data_.record;
