@@ -1,6 +1,7 @@
 // small_attention against the same attention in ATen ops: values and the gradients of qkv and the
 // V bias, float and double, the grokking model's shape and odd ones; thread-count invariance; the
-// two routes of the model agreeing; and controls that a perturbed input or a wrong scale fails.
+// two routes of the model agreeing; every vector width giving the same bits; and controls that a perturbed input or a
+// wrong scale fails.
 #include <gtest/gtest.h>
 
 #include <stiefel/training/models.h>
@@ -90,6 +91,47 @@ TEST(SmallAttentionControl, TheSameBitsOnAnyThreadCount) {
     EXPECT_TRUE(torch::equal(outs[i], outs[0]));
     EXPECT_TRUE(torch::equal(grads[i], grads[0]));
   }
+}
+
+// The kernel at each vector width the CPU runs (its own instance per width): the same bits, values
+// and gradients, float and double, at the grokking model's shape and at one whose r is not a multiple
+// of eight. The control: a few units of roundoff in one input are seen at every width.
+TEST(SmallAttentionWidths, EveryWidthGivesTheSameBits) {
+  const auto widths = small_attention_widths();
+  ASSERT_FALSE(widths.empty());
+  EXPECT_EQ(widths.back(), "default");
+  for (const auto dtype : {torch::kFloat, torch::kDouble})
+    for (const auto& s : {Shape{300, 3, 4, 32}, Shape{41, 5, 3, 13}}) {
+      torch::manual_seed(16);
+      const auto opts = torch::dtype(dtype);
+      const auto qkv0 = torch::randn({s.b, s.t, 3 * s.heads * s.r}, opts) * 1.5;
+      const auto bias0 = torch::randn({s.heads * s.r}, opts);
+      const auto g = torch::randn({s.b, s.t, s.heads * s.r}, opts);
+      auto nudged = qkv0.clone();
+      nudged[7][1][3] *= 1 + (dtype == torch::kFloat ? 1e-5 : 1e-13);  // a few units of roundoff
+      const auto run = [&](const torch::Tensor& x) {
+        auto qkv = x.clone().requires_grad_();
+        auto bias = bias0.clone().requires_grad_();
+        const auto out = small_attention(qkv, bias, s.heads, 1.0 / std::sqrt(double(s.r)));
+        out.backward(g);
+        return std::vector<torch::Tensor>{out.detach(), qkv.grad(), bias.grad()};
+      };
+      std::vector<std::vector<torch::Tensor>> results;
+      for (const auto& w : widths) {
+        SCOPED_TRACE(w);
+        set_small_attention_width(w);
+        results.push_back(run(qkv0));
+        const auto other = run(nudged);
+        EXPECT_FALSE(torch::equal(other[0], results.back()[0]));  // the comparison sees roundoff
+      }
+      set_small_attention_width("");
+      for (std::size_t i = 1; i < results.size(); ++i)
+        for (std::size_t k = 0; k < 3; ++k) {
+          SCOPED_TRACE(widths[i] + " against " + widths[0] + ", output " + std::to_string(k));
+          EXPECT_TRUE(torch::equal(results[i][k], results[0][k]));
+        }
+    }
+  EXPECT_THROW(set_small_attention_width("sse9"), std::invalid_argument);
 }
 
 TEST(SmallAttentionControl, MoreThan64TokensTakeTheFallback) {

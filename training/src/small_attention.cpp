@@ -3,7 +3,12 @@
 #include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace stiefel::training {
 namespace {
@@ -27,10 +32,12 @@ inline __attribute__((always_inline)) T dot(const T* __restrict a, const T* __re
 }
 
 // One example: its T tokens' packed rows qkv[t, 3·H·r] (row stride 3·H·r); per head h, the scores,
-// their softmax (kept in p[h, i, j] for the backward) and the mix of the biased values.
+// their softmax (kept in p[h, i, j] for the backward) and the mix of the biased values. Inlined
+// into each clone below, so that each is compiled for its own vector width.
 template <class T>
-void forward_one(const T* __restrict qkv, const T* __restrict bias, T* __restrict out, T* __restrict p, std::int64_t t,
-                 std::int64_t heads, std::int64_t r, T scale) {
+inline __attribute__((always_inline)) void forward_one(const T* __restrict qkv, const T* __restrict bias,
+                                                       T* __restrict out, T* __restrict p, std::int64_t t,
+                                                       std::int64_t heads, std::int64_t r, T scale) {
   const std::int64_t hr = heads * r, row = 3 * hr;
   for (std::int64_t h = 0; h < heads; ++h) {
     T* ph = p + h * t * t;
@@ -60,8 +67,10 @@ void forward_one(const T* __restrict qkv, const T* __restrict bias, T* __restric
 // dV[j] = Σ_i P[i, j] dO[i]; dP[i, j] = dO[i] · (V[j] + b); dS = P ⊙ (dP − rowsum(P ⊙ dP));
 // dQ[i] = scale Σ_j dS[i, j] K[j]; dK[j] = scale Σ_i dS[i, j] Q[i]. Written into dqkv's packed row.
 template <class T>
-void backward_one(const T* __restrict qkv, const T* __restrict bias, const T* __restrict p, const T* __restrict dout,
-                  T* __restrict dqkv, std::int64_t t, std::int64_t heads, std::int64_t r, T scale) {
+inline __attribute__((always_inline)) void backward_one(const T* __restrict qkv, const T* __restrict bias,
+                                                        const T* __restrict p, const T* __restrict dout,
+                                                        T* __restrict dqkv, std::int64_t t, std::int64_t heads,
+                                                        std::int64_t r, T scale) {
   const std::int64_t hr = heads * r, row = 3 * hr;
   T ds[kMaxTokens * kMaxTokens];
   alignas(64) T vb[kMaxTokens * kMaxHeadSide];  // V + bias of this head, token by token
@@ -106,25 +115,70 @@ void backward_one(const T* __restrict qkv, const T* __restrict bias, const T* __
   }
 }
 
-// One clone per vector width, chosen at load time; without FMA contraction they agree bit for bit.
-#define STIEFEL_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-STIEFEL_CLONES void forward_kernel(const float* qkv, const float* bias, float* out, float* p, std::int64_t t,
-                                   std::int64_t heads, std::int64_t r, float scale) {
-  forward_one<float>(qkv, bias, out, p, t, heads, r, scale);
+// One instance of each kernel per vector width (forward_one and backward_one inlined into each, so
+// each is compiled for its width), the widest the CPU has chosen at the first call; without FMA
+// contraction they agree bit for bit (SmallAttentionWidths tests every width the CPU has).
+#define STIEFEL_WIDTH_KERNELS(suffix, target)                                                                    \
+  template <class T>                                                                                             \
+  target void forward_##suffix(const T* qkv, const T* bias, T* out, T* p, std::int64_t t, std::int64_t heads,    \
+                               std::int64_t r, T scale) {                                                        \
+    forward_one<T>(qkv, bias, out, p, t, heads, r, scale);                                                       \
+  }                                                                                                              \
+  template <class T>                                                                                             \
+  target void backward_##suffix(const T* qkv, const T* bias, const T* p, const T* dout, T* dqkv, std::int64_t t, \
+                                std::int64_t heads, std::int64_t r, T scale) {                                   \
+    backward_one<T>(qkv, bias, p, dout, dqkv, t, heads, r, scale);                                               \
+  }
+STIEFEL_WIDTH_KERNELS(avx512f, __attribute__((target("avx512f"))))
+STIEFEL_WIDTH_KERNELS(avx2, __attribute__((target("avx2"))))
+STIEFEL_WIDTH_KERNELS(base, )
+#undef STIEFEL_WIDTH_KERNELS
+
+// The widths this CPU runs, widest first, and the one in use (−1: the widest, once asked).
+const std::vector<std::string>& cpu_widths() {
+  static const std::vector<std::string> widths = [] {
+    std::vector<std::string> w;
+    if (__builtin_cpu_supports("avx512f")) w.push_back("avx512f");
+    if (__builtin_cpu_supports("avx2")) w.push_back("avx2");
+    w.push_back("default");
+    return w;
+  }();
+  return widths;
 }
-STIEFEL_CLONES void forward_kernel(const double* qkv, const double* bias, double* out, double* p, std::int64_t t,
-                                   std::int64_t heads, std::int64_t r, double scale) {
-  forward_one<double>(qkv, bias, out, p, t, heads, r, scale);
+std::atomic<int> g_width{-1};  // 0: avx512f, 1: avx2, 2: default
+
+int width() {
+  int w = g_width.load(std::memory_order_relaxed);
+  if (w >= 0) return w;
+  const auto& best = cpu_widths().front();
+  return best == "avx512f" ? 0 : best == "avx2" ? 1 : 2;
 }
-STIEFEL_CLONES void backward_kernel(const float* qkv, const float* bias, const float* p, const float* dout, float* dqkv,
-                                    std::int64_t t, std::int64_t heads, std::int64_t r, float scale) {
-  backward_one<float>(qkv, bias, p, dout, dqkv, t, heads, r, scale);
+
+template <class T>
+void forward_kernel(const T* qkv, const T* bias, T* out, T* p, std::int64_t t, std::int64_t heads, std::int64_t r,
+                    T scale) {
+  switch (width()) {
+    case 0:
+      return forward_avx512f<T>(qkv, bias, out, p, t, heads, r, scale);
+    case 1:
+      return forward_avx2<T>(qkv, bias, out, p, t, heads, r, scale);
+    default:
+      return forward_base<T>(qkv, bias, out, p, t, heads, r, scale);
+  }
 }
-STIEFEL_CLONES void backward_kernel(const double* qkv, const double* bias, const double* p, const double* dout,
-                                    double* dqkv, std::int64_t t, std::int64_t heads, std::int64_t r, double scale) {
-  backward_one<double>(qkv, bias, p, dout, dqkv, t, heads, r, scale);
+
+template <class T>
+void backward_kernel(const T* qkv, const T* bias, const T* p, const T* dout, T* dqkv, std::int64_t t,
+                     std::int64_t heads, std::int64_t r, T scale) {
+  switch (width()) {
+    case 0:
+      return backward_avx512f<T>(qkv, bias, p, dout, dqkv, t, heads, r, scale);
+    case 1:
+      return backward_avx2<T>(qkv, bias, p, dout, dqkv, t, heads, r, scale);
+    default:
+      return backward_base<T>(qkv, bias, p, dout, dqkv, t, heads, r, scale);
+  }
 }
-#undef STIEFEL_CLONES
 
 constexpr std::int64_t kGrain = 64;  // examples per task of the intra-op pool
 
@@ -194,6 +248,19 @@ torch::Tensor reference(const torch::Tensor& qkv, const torch::Tensor& bias, std
 }
 
 }  // namespace
+
+std::vector<std::string> small_attention_widths() { return cpu_widths(); }
+
+void set_small_attention_width(const std::string& name) {
+  if (name.empty()) {
+    g_width.store(-1);
+    return;
+  }
+  const auto& widths = cpu_widths();
+  if (std::find(widths.begin(), widths.end(), name) == widths.end())
+    throw std::invalid_argument("small_attention: vector width " + name + " is not one this CPU runs");
+  g_width.store(name == "avx512f" ? 0 : name == "avx2" ? 1 : 2);
+}
 
 torch::Tensor small_attention(const torch::Tensor& qkv, const torch::Tensor& bias_v, std::int64_t heads, double scale) {
   TORCH_CHECK(qkv.dim() == 3 && heads > 0 && qkv.size(2) % (3 * heads) == 0,

@@ -14,8 +14,17 @@
 
 #include <torch/torch.h>
 
+#include <string>
+#include <vector>
+
 namespace stiefel::training {
 
 torch::Tensor small_attention(const torch::Tensor& qkv, const torch::Tensor& bias_v, std::int64_t heads, double scale);
+
+// The kernel is compiled once per vector width and runs the widest this CPU has. For tests: the
+// widths this CPU runs (widest first: avx512f, avx2, default), and the one to run from now on in
+// this process ("" restores the widest; a width the CPU lacks throws std::invalid_argument).
+std::vector<std::string> small_attention_widths();
+void set_small_attention_width(const std::string& name);
 
 }  // namespace stiefel::training
