@@ -26,6 +26,7 @@ struct Options {
   runner::SlurmOptions slurm;
   std::string shard;
   std::vector<std::string> reuse_from;
+  std::vector<std::string> arms;  // --arms: only these arms' runs (local)
   int jobs = 1, batch_seeds = 1;
   bool list = false, status = false, use_slurm = false, dry_run = false;
 };
@@ -108,8 +109,25 @@ int run_experiment(const Options& o) {
   if (o.use_slurm) return submit(g, o);
   if (o.dry_run) throw std::invalid_argument("--dry-run: only with --slurm");
   // A shard takes whole seed groups, so that --batch-seeds trains each group in one process.
-  const auto indices =
+  const auto shard_indices =
       runner::shard_of_grid(g, o.shard.empty() ? runner::Shard{} : runner::parse_shard(o.shard), o.batch_seeds);
+  auto indices = shard_indices;
+  if (!o.arms.empty()) {
+    for (const auto& a : o.arms)
+      if (std::find(g.experiment.arms.begin(), g.experiment.arms.end(), a) == g.experiment.arms.end()) {
+        std::string known;
+        for (const auto& k : g.experiment.arms) known += (known.empty() ? "" : ", ") + k;
+        throw std::invalid_argument("--arms " + a + ": not an arm of " + g.experiment.name + " (its arms: " + known +
+                                    ")");
+      }
+    // A seed group holds runs of one arm, so a group is never split.
+    std::erase_if(
+        indices, [&](std::size_t k) { return std::find(o.arms.begin(), o.arms.end(), g.runs[k].arm) == o.arms.end(); });
+    std::string chosen;
+    for (const auto& a : o.arms) chosen += (chosen.empty() ? "" : ", ") + a;
+    std::cerr << g.experiment.name << ": arms " << chosen << ": " << indices.size() << " of " << shard_indices.size()
+              << " runs" << (o.shard.empty() ? "" : " of shard " + o.shard) << "\n";
+  }
   runner::pin_grid(g);
   for (const auto& from : o.reuse_from) {
     const auto n = runner::reuse_records(g, from, std::cerr);
@@ -142,6 +160,10 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
   cmd->add_option(
       "--shard", o->shard,
       "i/N: run every N-th run of the grid (every N-th seed group with --batch-seeds), starting at the i-th");
+  cmd->add_option("--arms", o->arms,
+                  "A,B,...: run only these arms' runs of the grid (the grid stays the whole definition's; "
+                  "with --shard, the arms' runs of that shard)")
+      ->delimiter(',');
   cmd->add_option("--device", o->grid.device, "cpu | cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
@@ -179,6 +201,8 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
       if (o->grid.out.empty()) throw std::invalid_argument("--out: a results folder is required");
       if (o->status && (o->use_slurm || !o->shard.empty()))
         throw std::invalid_argument("--status: not with --slurm or --shard");
+      if (!o->arms.empty() && (o->status || o->use_slurm))
+        throw std::invalid_argument("--arms: not with --status or --slurm");
       if (!o->reuse_from.empty() && (o->status || o->use_slurm))
         throw std::invalid_argument("--reuse-from: not with --status or --slurm (run it locally once first)");
       return run_experiment(*o);
