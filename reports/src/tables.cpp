@@ -567,6 +567,46 @@ void add_grok_statistics(json& arm, const std::vector<json>& records) {
   arm["end_mean"] = mean(ends);
 }
 
+// Run-to-run spread of a grokking arm. Runs are deterministic (the same command gives the same
+// record), so two runs of one configuration differ only by their seed: for every pair of completed
+// seeds, the held-out accuracy gap |acc_s(e) − acc_s'(e)| over the epochs both evaluated, its mean
+// and its maximum (with the epoch). Needs two completed seeds.
+void add_seed_spread(json& arm, const ArmRuns& a) {
+  if (a.runs.size() < 2) return;
+  std::vector<std::map<std::int64_t, double>> curves;
+  for (const auto& run : a.runs) {
+    std::map<std::int64_t, double> c;
+    for (const auto& e : run["epochs"])
+      if (e.contains("test_acc") && e["test_acc"].is_number()) c[e["epoch"].get<std::int64_t>()] = e["test_acc"];
+    curves.push_back(std::move(c));
+  }
+  std::vector<double> mean_gaps, max_gaps;
+  json widest;
+  for (std::size_t i = 0; i < curves.size(); ++i)
+    for (std::size_t j = i + 1; j < curves.size(); ++j) {
+      double sum = 0, top = -1;
+      std::int64_t at = 0, n = 0;
+      for (const auto& [epoch, acc] : curves[i]) {
+        const auto other = curves[j].find(epoch);
+        if (other == curves[j].end()) continue;
+        const double gap = std::abs(acc - other->second);
+        sum += gap;
+        ++n;
+        if (gap > top) top = gap, at = epoch;
+      }
+      if (n == 0) continue;
+      mean_gaps.push_back(sum / double(n));
+      max_gaps.push_back(top);
+      if (widest.is_null() || top > widest["gap"].get<double>())
+        widest = {{"gap", top}, {"epoch", at}, {"seeds", {a.records[i]["seed"], a.records[j]["seed"]}}};
+    }
+  if (max_gaps.empty()) return;
+  arm["seed_spread"] = {{"pairs", max_gaps.size()},
+                        {"mean_gap", mean(mean_gaps)},
+                        {"median_max_gap", median(max_gaps)},
+                        {"widest", widest}};
+}
+
 // Means over the completed seeds (and the sd of the accuracies), the worst isometry error and the
 // mean curve. Needs at least one completed seed.
 void add_arm_statistics(json& arm, const ArmRuns& a, int ddof, const std::string& analysis) {
@@ -592,7 +632,10 @@ void add_arm_statistics(json& arm, const ArmRuns& a, int ddof, const std::string
                         "step_norm_mean", "cap_active_fraction"})
     put_mean(k, k);
   arm["curve"] = mean_curve(a.runs);
-  if (analysis == "grok") add_grok_statistics(arm, records);
+  if (analysis == "grok") {
+    add_grok_statistics(arm, records);
+    add_seed_spread(arm, a);
+  }
 }
 
 // An arm of a group as the table lists it: its label and x from the definition, its seeds, its
@@ -893,11 +936,34 @@ void write_paired_arms(std::ostream& md, const json& t, const json& g, bool has_
   md << "\n";
 }
 
+// The run-to-run spread of a grokking table's arms (add_seed_spread), where two seeds completed.
+void write_seed_spread(std::ostream& md, const json& g) {
+  bool any = false;
+  for (const auto& a : g["arms"]) any = any || a.contains("seed_spread");
+  if (!any) return;
+  md << "Run-to-run spread. These runs are deterministic: the same command gives the same record, bit for bit "
+        "on the CPU (tested), where the paper's reruns of one configuration differed. Two runs here differ only "
+        "by their seed, so the spread between runs is the gap between seeds' held-out accuracy, over the epochs "
+        "both evaluated:\n\n"
+        "| arm | seed pairs | mean gap | median of the largest gap | largest gap (epoch, seeds) |\n"
+        "|---|---|---|---|---|\n";
+  for (const auto& a : g["arms"]) {
+    if (!a.contains("seed_spread")) continue;
+    const auto& s = a["seed_spread"];
+    const auto& w = s["widest"];
+    md << "| " << a.value("label", a["id"].get<std::string>()) << " | " << s["pairs"].get<int>() << " | "
+       << fixed(s["mean_gap"].get<double>(), 3) << " | " << fixed(s["median_max_gap"].get<double>(), 3) << " | "
+       << fixed(w["gap"].get<double>(), 3) << " (epoch " << w["epoch"].get<std::int64_t>() << ", seeds "
+       << w["seeds"][0].get<std::uint64_t>() << " and " << w["seeds"][1].get<std::uint64_t>() << ") |\n";
+  }
+  md << "\n";
+}
+
 // The per-arm table of a grokking analysis (grokked seeds, the epochs, the held-out tail and end).
 void write_grok_arms(std::ostream& md, const json& t, const json& g) {
   md << "| arm | seeds | grokked (paper) | median grok epoch (paper) | sustained k=3 (paper) | median memorized "
         "(paper) | tail mean (paper) | end mean (paper) | Δ tail vs baseline (paper) | 95% CI | t (paper) | p | "
-        "iso final (paper) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "iso final (paper) | iso max |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& a : g["arms"]) {
     const json paper = a.value("paper", json::object());
     const json c = a.value("vs_baseline", json::object());
@@ -914,9 +980,10 @@ void write_grok_arms(std::ostream& md, const json& t, const json& g) {
        << cell(number_cell(a, "tail_mean", 3), paper, "tail") << " | "
        << cell(number_cell(a, "end_mean", 3), paper, "end", 3) << " | " << cell(diff, paper, "diff", 2) << " | "
        << ci_cell(c, 3) << " | " << cell(number_cell(c, "t", 2), paper, "t") << " | " << sci_cell(c, "p") << " | "
-       << cell(sci_cell(a, "iso_final_mean"), paper, "iso", 6) << " |\n";
+       << cell(sci_cell(a, "iso_final_mean"), paper, "iso", 6) << " | " << sci_cell(a, "iso_max_run") << " |\n";
   }
   md << "\n";
+  write_seed_spread(md, g);
 }
 
 void write_contrasts(std::ostream& md, const json& g) {

@@ -501,6 +501,47 @@ TEST(Tables, SelectionPicksTheHighestMeanValidationAccuracy) {
   }
 }
 
+// A grokking table's run-to-run spread: per arm, over the pairs of seeds, the held-out accuracy gap
+// at the epochs both evaluated (its mean per pair, averaged; the median of the pairs' largest gaps;
+// the widest pair with its epoch), and the isometry error's maximum over evaluated epochs.
+TEST(Tables, GrokSpreadBetweenSeedsAndTheWorstIsometryError) {
+  ResultsFolder f("spread");
+  const auto definition = json::parse(R"json({
+    "name": "sp", "title": "Spread", "task": "grok", "analysis": "grok", "seeds": 3, "baseline": "a",
+    "train": {"epochs": 4},
+    "arms": [{"id": "a", "label": "A", "train": {"arm": "a2"}}, {"id": "b", "label": "B", "train": {"arm": "b2"}}],
+    "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {"seeds": 1}}
+  })json");
+  const auto ex = f.grid(definition, "paper");
+  const std::map<std::string, std::array<double, 3>> final_test = {{"a", {0.30, 0.31, 0.35}},
+                                                                   {"b", {0.50, 0.50, 0.50}}};
+  for (const auto& r : ex.runs) {
+    auto run = image_run(4, final_test.at(r.arm)[r.seed], 0.0);
+    for (auto& e : run["epochs"]) e.erase("val_acc");
+    run["epochs"][2]["isometry_error_max"] = r.arm == "a" ? 0.5 : 3e-8;  // epoch 3: not evaluated
+    run["final"] = run["epochs"].back();
+    auto rec = run_of_cell(run, r);
+    rec["options"]["n"] = 10000;  // `stiefel train` records every option, the grok task's unused n too
+    f.write(fs::path("runs") / r.id / "run.json", rec);
+  }
+  const auto t = analyse_results(f.dir.string(), 200);
+  const auto& arms = t["groups"][0]["arms"];
+  ASSERT_TRUE(arms[0].contains("seed_spread")) << arms[0].dump();
+  const auto& a = arms[0]["seed_spread"];
+  // Seeds 0, 1, 2 hold 0.28, 0.29, 0.33 at epoch 2 and 0.30, 0.31, 0.35 at epoch 4: gaps 0.01, 0.05, 0.04.
+  EXPECT_EQ(a["pairs"], 3);
+  EXPECT_NEAR(a["mean_gap"].get<double>(), 0.1 / 3, 1e-12);
+  EXPECT_NEAR(a["median_max_gap"].get<double>(), 0.04, 1e-12);
+  EXPECT_NEAR(a["widest"]["gap"].get<double>(), 0.05, 1e-12);
+  EXPECT_EQ(a["widest"]["epoch"], 2);
+  EXPECT_EQ(a["widest"]["seeds"], json::array({0, 2}));
+  EXPECT_NEAR(arms[1]["seed_spread"]["median_max_gap"].get<double>(), 0.0, 1e-12);  // identical curves
+  EXPECT_NEAR(arms[0]["iso_max_run"].get<double>(), 0.5, 1e-12);
+  const auto md = table_markdown(t);
+  EXPECT_NE(md.find("| A | 3 | 0.033 | 0.040 | 0.050 (epoch 2, seeds 0 and 2) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0.5 |\n"), std::string::npos) << md;  // A's iso max closes its row
+}
+
 TEST(Tables, AtPaperBudgetOnlyWhenEveryTrainSettingButDataAndDeviceMatches) {
   ResultsFolder f("budget");
   auto analyse = [&](const std::string& profile) {
