@@ -2,7 +2,9 @@
 // pinned compute, one thread) under LibTorch's operator profiler and prints, per ATen operator and
 // autograd node, its calls and self time per epoch (time inside it but not inside a nested operator)
 // and its share of the epoch, largest first; the time outside every operator (the trainer's own
-// code) is the last line, and the GEMM operators' total (mm, addmm, bmm, baddbmm) the first.
+// code) is the last line, and the GEMM operators' total (mm, addmm, bmm, baddbmm) the first. With
+// one LibTorch thread (the pinned compute) every operator nests on the training thread; an operator
+// of another thread counts in its own row but not in the time inside operators.
 // Usage: stiefel_grok_profile ARM [EPOCHS] (default 20; the run's folder is a temporary one)
 #include <ATen/record_function.h>
 #include <torch/torch.h>
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <stiefel/training/trainer.h>
 #include <string>
@@ -32,27 +35,30 @@ struct Open {
   std::chrono::steady_clock::time_point start;
   double child_us = 0;
 };
+std::mutex totals_mutex;
 std::map<std::string, Total> totals;
-std::vector<Open> stack;
-double inside_us = 0;  // time inside some outermost operator
+double inside_us = 0;                     // time inside some outermost operator of the training thread
+thread_local std::vector<Open> open_ops;  // each thread's own nesting
+thread_local bool training_thread = false;
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-  stack.push_back({fn.name(), std::chrono::steady_clock::now(), 0.0});
+  open_ops.push_back({fn.name(), std::chrono::steady_clock::now(), 0.0});
   return nullptr;
 }
 
-void on_end(const at::RecordFunction&, at::ObserverContext*) {
-  if (stack.empty()) return;
-  const auto open = std::move(stack.back());
-  stack.pop_back();
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  if (open_ops.empty() || open_ops.back().name != fn.name()) return;  // begun before the callback was added
+  const auto open = std::move(open_ops.back());
+  open_ops.pop_back();
   const double total = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - open.start).count();
+  const std::lock_guard<std::mutex> lock(totals_mutex);
   auto& t = totals[open.name];
   t.self_us += total - open.child_us;
   t.calls += 1;
-  if (stack.empty())
+  if (!open_ops.empty())
+    open_ops.back().child_us += total;
+  else if (training_thread)  // another thread's operators overlap the training thread's: not added
     inside_us += total;
-  else
-    stack.back().child_us += total;
 }
 
 }  // namespace
@@ -79,6 +85,7 @@ int main(int argc, char** argv) {
   const auto dir = std::filesystem::temp_directory_path() / ("stiefel-grok-profile-" + std::to_string(::getpid()));
   c.out = dir.string();
 
+  training_thread = true;
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback(on_start, on_end)
           .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
@@ -116,7 +123,7 @@ int main(int argc, char** argv) {
     char calls[32];
     std::snprintf(calls, sizeof calls, "%.1f", double(t.calls) / epochs);
     std::string shown = name;  // the small-attention kernel's autograd node, by its function's name
-    if (const auto at = shown.find("SmallAttention"); at != std::string::npos)
+    if (shown.rfind("torch::autograd::CppNode<", 0) == 0 && shown.find("SmallAttention") != std::string::npos)
       shown = "stiefel::small_attention (backward)";
     row(shown, calls, t.self_us);
   }

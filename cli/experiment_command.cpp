@@ -117,10 +117,10 @@ int run_experiment(const Options& o) {
       if (std::find(g.experiment.arms.begin(), g.experiment.arms.end(), a) == g.experiment.arms.end()) {
         std::string known;
         for (const auto& k : g.experiment.arms) known += (known.empty() ? "" : ", ") + k;
-        throw std::invalid_argument("--arms " + a + ": not an arm of " + g.experiment.name + " (its arms: " + known +
-                                    ")");
+        throw std::invalid_argument("--arms " + a + ": not an arm of " + g.experiment.name + "'s " +
+                                    g.experiment.profile + " profile (its arms: " + known + ")");
       }
-    // A seed group holds runs of one arm, so a group is never split.
+    // A seed group holds runs of one arm (runner's batch key), so a group is never split.
     std::erase_if(
         indices, [&](std::size_t k) { return std::find(o.arms.begin(), o.arms.end(), g.runs[k].arm) == o.arms.end(); });
     std::string chosen;

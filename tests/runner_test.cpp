@@ -15,6 +15,7 @@
 #include <stiefel/runner/local.h>
 #include <stiefel/runner/slurm.h>
 #include <stiefel/runner/status.h>
+#include <set>
 #include <string>
 
 namespace {
@@ -322,6 +323,26 @@ TEST_F(Runner, SubmissionWritesTheScriptsAndRecordsTheJobIds) {
   // A submissions file that is not one is refused before anything is submitted.
   write(grid.out / "slurm" / "submissions.json", "{\"array_job\": 5}");
   EXPECT_THROW(stiefel::runner::plan_slurm(grid, o), std::invalid_argument);
+}
+
+// Table 4 holds rerun arms that train with their original arm's options: a seed group is one arm's
+// (a batch trains each seed once), so --batch-seeds never puts a run and its rerun in one process.
+TEST_F(Runner, ASeedGroupHoldsOneArmEvenWhereTwoArmsTrainAlike) {
+  auto request = grid.request;
+  request.name = "table4";
+  const auto t4 = stiefel::runner::load_grid(request);
+  bool twins = false;  // the control: two arms of Table 4 whose runs train with the same options
+  for (std::size_t i = 0; i < t4.runs.size(); ++i)
+    for (std::size_t j = i + 1; j < t4.runs.size(); ++j)
+      twins = twins || (t4.runs[i].arm != t4.runs[j].arm && t4.runs[i].train == t4.runs[j].train);
+  ASSERT_TRUE(twins);
+  for (const auto& unit : stiefel::runner::shard_units(t4, 4)) {
+    std::set<std::uint64_t> seeds;
+    for (const auto k : unit) {
+      EXPECT_EQ(t4.runs[k].arm, t4.runs[unit[0]].arm);
+      EXPECT_TRUE(seeds.insert(t4.runs[k].seed).second) << t4.runs[k].id;
+    }
+  }
 }
 
 // With --batch-seeds B the grid is cut into its seed groups, from every run whatever its state: a

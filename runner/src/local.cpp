@@ -135,7 +135,9 @@ std::vector<std::string> group_arguments(const Grid& g, const std::vector<std::s
 }
 
 namespace {
-// The `stiefel train` arguments of run K but its seed: runs with the same key batch together.
+// The `stiefel train` arguments of run K but its seed, and its cell's group and arm: runs with the
+// same key batch together. Two arms may train with the same options (a rerun arm, as in Table 4):
+// their runs of one seed must not share a batch, which trains each seed once.
 std::vector<std::string> batch_key(const Grid& g, std::size_t k) {
   auto args = reports::train_arguments(g.runs[k]);
   for (std::size_t i = 0; i + 1 < args.size(); ++i)
@@ -143,6 +145,7 @@ std::vector<std::string> batch_key(const Grid& g, std::size_t k) {
       args.erase(args.begin() + std::ptrdiff_t(i), args.begin() + std::ptrdiff_t(i) + 2);
       break;
     }
+  args.push_back(g.runs[k].group + "/" + g.runs[k].arm);
   return args;
 }
 }  // namespace

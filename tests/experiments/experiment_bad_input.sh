@@ -12,7 +12,7 @@ expect() {  # expect CODE PATTERN -- command...
 }
 expect 2 "no-such.json: cannot be read" -- "$stiefel" experiment no-such --profile smoke --out "$work/a"
 expect 2 "\-\-profile gpu" -- "$stiefel" experiment table6 --profile gpu --out "$work/a"
-expect 2 "\-\-arms zz: not an arm of table6 (its arms: " -- "$stiefel" experiment table6 --profile smoke --arms a2,zz --out "$work/a"
+expect 2 "\-\-arms zz: not an arm of table6's smoke profile (its arms: " -- "$stiefel" experiment table6 --profile smoke --arms a2,zz --out "$work/a"
 expect 2 "\-\-arms: not with --status or --slurm" -- "$stiefel" experiment table6 --profile smoke --arms a2 --status --out "$work/a"
 expect 2 "\-\-shard 3/2" -- "$stiefel" experiment table6 --profile smoke --shard 3/2 --out "$work/a"
 expect 2 "\-\-shard x" -- "$stiefel" experiment table6 --profile smoke --shard x --out "$work/a"

@@ -121,6 +121,7 @@ TEST(SmallAttentionWidths, EveryWidthGivesTheSameBits) {
         SCOPED_TRACE(w);
         set_small_attention_width(w);
         results.push_back(run(qkv0));
+        EXPECT_EQ(small_attention_last_width(), w);  // that width's own instance ran
         const auto other = run(nudged);
         EXPECT_FALSE(torch::equal(other[0], results.back()[0]));  // the comparison sees roundoff
       }

@@ -83,6 +83,19 @@ assert r["compute"]["blas"].get("kernels") != "AnotherCore"
 assert "earlier_compute" not in plain, plain["earlier_compute"]
 print("a resume under other kernels records the earlier epochs' compute")
 PY
+# A resume under other kernels that wrote no checkpoint (it failed, or was killed before its first)
+# computed none of the epochs kept: resumed under the first kernels again, the record names none.
+cp -r "$work/other" "$work/other-back"
+python3 - "$work/other-back/run.json" <<'PY'
+import copy, json, sys
+r = json.load(open(sys.argv[1]))
+r["earlier_compute"] = [{"until_epoch": r["epochs"][-1]["epoch"], "compute": copy.deepcopy(r["compute"])}]
+r["compute"]["blas"]["kernels"] = "AnotherCore"
+json.dump(r, open(sys.argv[1], "w"), indent=2)
+PY
+"$stiefel" "${args[@]}" --out "$work/other-back" --resume
+python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['status']=='completed' and 'earlier_compute' not in r, r.get('earlier_compute'); print('a resume that computed no kept epoch leaves no earlier compute')" \
+  "$work/other-back/run.json"
 
 # A finished run is never replaced or extended silently: without --resume it is refused, a resume
 # with other settings (more epochs, another arm) is refused naming them; --overwrite replaces it.

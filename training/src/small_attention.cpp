@@ -118,20 +118,24 @@ inline __attribute__((always_inline)) void backward_one(const T* __restrict qkv,
 // One instance of each kernel per vector width (forward_one and backward_one inlined into each, so
 // each is compiled for its width), the widest the CPU has chosen at the first call; without FMA
 // contraction they agree bit for bit (SmallAttentionWidths tests every width the CPU has).
-#define STIEFEL_WIDTH_KERNELS(suffix, target)                                                                    \
+std::atomic<int> g_ran{-1};  // the instance that ran last (0: avx512f, 1: avx2, 2: default), for tests
+
+#define STIEFEL_WIDTH_KERNELS(suffix, target, index)                                                             \
   template <class T>                                                                                             \
   target void forward_##suffix(const T* qkv, const T* bias, T* out, T* p, std::int64_t t, std::int64_t heads,    \
                                std::int64_t r, T scale) {                                                        \
+    g_ran.store(index, std::memory_order_relaxed);                                                               \
     forward_one<T>(qkv, bias, out, p, t, heads, r, scale);                                                       \
   }                                                                                                              \
   template <class T>                                                                                             \
   target void backward_##suffix(const T* qkv, const T* bias, const T* p, const T* dout, T* dqkv, std::int64_t t, \
                                 std::int64_t heads, std::int64_t r, T scale) {                                   \
+    g_ran.store(index, std::memory_order_relaxed);                                                               \
     backward_one<T>(qkv, bias, p, dout, dqkv, t, heads, r, scale);                                               \
   }
-STIEFEL_WIDTH_KERNELS(avx512f, __attribute__((target("avx512f"))))
-STIEFEL_WIDTH_KERNELS(avx2, __attribute__((target("avx2"))))
-STIEFEL_WIDTH_KERNELS(base, )
+STIEFEL_WIDTH_KERNELS(avx512f, __attribute__((target("avx512f"))), 0)
+STIEFEL_WIDTH_KERNELS(avx2, __attribute__((target("avx2"))), 1)
+STIEFEL_WIDTH_KERNELS(base, , 2)
 #undef STIEFEL_WIDTH_KERNELS
 
 // The widths this CPU runs, widest first, and the one in use (−1: the widest, once asked).
@@ -250,6 +254,11 @@ torch::Tensor reference(const torch::Tensor& qkv, const torch::Tensor& bias, std
 }  // namespace
 
 std::vector<std::string> small_attention_widths() { return cpu_widths(); }
+
+std::string small_attention_last_width() {
+  const int ran = g_ran.load();
+  return ran == 0 ? "avx512f" : ran == 1 ? "avx2" : ran == 2 ? "default" : "";
+}
 
 void set_small_attention_width(const std::string& name) {
   if (name.empty()) {

@@ -917,13 +917,23 @@ void Run::write_header() {
   }
   // A run resumed under other kernels (another BLAS core, ATen vector width or thread count: other
   // bits, the same function) keeps the record of what computed its earlier epochs.
+  // The compute of epoch start_epoch_ is the record's, unless a process that wrote no checkpoint
+  // since (one that failed, or was killed before its first) replaced it: entries from start_epoch_ on
+  // name what computed the epochs kept.
   if (start_epoch_ > 0 && stored_compute_record_.is_object()) {
+    auto before = stored_compute_record_;
+    auto& earlier = run_["earlier_compute"];
+    while (earlier.is_array() && !earlier.empty() &&
+           earlier.back()["until_epoch"].get<std::int64_t>() >= start_epoch_) {
+      before = earlier.back()["compute"];
+      earlier.erase(earlier.size() - 1);
+    }
     const auto numerics = [](nlohmann::json c) {
       for (const char* k : {"seed_batch", "malloc"}) c.erase(k);  // neither changes a result
       return c;
     };
-    if (numerics(stored_compute_record_) != numerics(compute_))
-      run_["earlier_compute"].push_back({{"until_epoch", start_epoch_}, {"compute", stored_compute_record_}});
+    if (numerics(before) != numerics(compute_)) earlier.push_back({{"until_epoch", start_epoch_}, {"compute", before}});
+    if (earlier.is_null() || earlier.empty()) run_.erase("earlier_compute");
   }
   run_["compute"] = compute_;
   run_["dataset"] = data_.record;

@@ -26,5 +26,7 @@ torch::Tensor small_attention(const torch::Tensor& qkv, const torch::Tensor& bia
 // this process ("" restores the widest; a width the CPU lacks throws std::invalid_argument).
 std::vector<std::string> small_attention_widths();
 void set_small_attention_width(const std::string& name);
+// The width of the instance that ran last in this process ("" before the first).
+std::string small_attention_last_width();
 
 }  // namespace stiefel::training
