@@ -130,7 +130,7 @@ int run_experiment(const Options& o) {
   }
   runner::pin_grid(g);
   for (const auto& from : o.reuse_from) {
-    const auto n = runner::reuse_records(g, from, std::cerr);
+    const auto n = runner::reuse_records(g, from, indices, std::cerr);  // this invocation's cells only
     std::cerr << g.experiment.name << ": " << n << " runs reused from " << from << "\n";
   }
   return runner::run_local(g, indices, runner::LocalOptions{o.jobs, training_executable(), o.shard, o.batch_seeds},

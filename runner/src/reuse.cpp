@@ -36,7 +36,8 @@ std::vector<Candidate> completed_records(const fs::path& from) {
 
 }  // namespace
 
-std::size_t reuse_records(const Grid& g, const fs::path& from, std::ostream& progress) {
+std::size_t reuse_records(const Grid& g, const fs::path& from, const std::vector<std::size_t>& cells,
+                          std::ostream& progress) {
   const auto meta_path = from / "experiment.json";
   if (!fs::is_regular_file(meta_path) || !fs::is_directory(from / "runs"))
     throw std::invalid_argument("--reuse-from " + from.string() + ": not a results folder of `stiefel experiment`");
@@ -47,8 +48,8 @@ std::size_t reuse_records(const Grid& g, const fs::path& from, std::ostream& pro
                                 json(g.request.data).dump());
   const auto candidates = completed_records(from);
   std::size_t reused = 0;
-  for (std::size_t k = 0; k < g.runs.size(); ++k) {
-    if (run_status(g, k).state != RunState::missing) continue;
+  for (const auto k : cells) {
+    if (k >= g.runs.size() || run_status(g, k).state != RunState::missing) continue;
     for (const auto& c : candidates) {
       if (!reports::cell_mismatch(c.record, g.runs[k]).empty()) continue;
       check_inside_results(g, k);

@@ -7,14 +7,17 @@
 #include <filesystem>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "grid.h"
 
 namespace stiefel::runner {
 
-// Copies into GRID's missing cells the matching completed records of the results folder FROM;
+// Copies into GRID's missing cells among CELLS (indices into grid.runs: the runs this invocation
+// takes, a shard's or some arms') the matching completed records of the results folder FROM;
 // returns how many. Throws std::invalid_argument naming --reuse-from when FROM is not a results
 // folder of `stiefel experiment` or ran on other data.
-std::size_t reuse_records(const Grid& grid, const std::filesystem::path& from, std::ostream& progress);
+std::size_t reuse_records(const Grid& grid, const std::filesystem::path& from, const std::vector<std::size_t>& cells,
+                          std::ostream& progress);
 
 }  // namespace stiefel::runner
