@@ -152,10 +152,12 @@ const std::vector<std::string>& cpu_widths() {
 std::atomic<int> g_width{-1};  // 0: avx512f, 1: avx2, 2: default
 
 int width() {
-  int w = g_width.load(std::memory_order_relaxed);
-  if (w >= 0) return w;
-  const auto& best = cpu_widths().front();
-  return best == "avx512f" ? 0 : best == "avx2" ? 1 : 2;
+  static const int widest = [] {
+    const auto& best = cpu_widths().front();
+    return best == "avx512f" ? 0 : best == "avx2" ? 1 : 2;
+  }();
+  const int w = g_width.load(std::memory_order_relaxed);
+  return w >= 0 ? w : widest;
 }
 
 template <class T>
