@@ -138,7 +138,14 @@ STIEFEL_WIDTH_KERNELS(avx2, __attribute__((target("avx2"))), 1)
 STIEFEL_WIDTH_KERNELS(base, , 2)
 #undef STIEFEL_WIDTH_KERNELS
 
-// The widths this CPU runs, widest first, and the one in use (−1: the widest, once asked).
+// The widths by index (the instances above), those this CPU runs (widest first), and the one in
+// use (−1: the widest).
+constexpr const char* kWidthNames[] = {"avx512f", "avx2", "default"};
+int width_index(const std::string& name) {
+  for (int i = 0; i < 3; ++i)
+    if (name == kWidthNames[i]) return i;
+  return -1;
+}
 const std::vector<std::string>& cpu_widths() {
   static const std::vector<std::string> widths = [] {
     std::vector<std::string> w;
@@ -149,13 +156,10 @@ const std::vector<std::string>& cpu_widths() {
   }();
   return widths;
 }
-std::atomic<int> g_width{-1};  // 0: avx512f, 1: avx2, 2: default
+std::atomic<int> g_width{-1};
 
 int width() {
-  static const int widest = [] {
-    const auto& best = cpu_widths().front();
-    return best == "avx512f" ? 0 : best == "avx2" ? 1 : 2;
-  }();
+  static const int widest = width_index(cpu_widths().front());
   const int w = g_width.load(std::memory_order_relaxed);
   return w >= 0 ? w : widest;
 }
@@ -259,7 +263,7 @@ std::vector<std::string> small_attention_widths() { return cpu_widths(); }
 
 std::string small_attention_last_width() {
   const int ran = g_ran.load();
-  return ran == 0 ? "avx512f" : ran == 1 ? "avx2" : ran == 2 ? "default" : "";
+  return ran >= 0 ? kWidthNames[ran] : "";
 }
 
 void set_small_attention_width(const std::string& name) {
@@ -270,7 +274,7 @@ void set_small_attention_width(const std::string& name) {
   const auto& widths = cpu_widths();
   if (std::find(widths.begin(), widths.end(), name) == widths.end())
     throw std::invalid_argument("small_attention: vector width " + name + " is not one this CPU runs");
-  g_width.store(name == "avx512f" ? 0 : name == "avx2" ? 1 : 2);
+  g_width.store(width_index(name));
 }
 
 torch::Tensor small_attention(const torch::Tensor& qkv, const torch::Tensor& bias_v, std::int64_t heads, double scale) {
