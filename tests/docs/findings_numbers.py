@@ -4,29 +4,37 @@
 Usage: findings_numbers.py ROOT
 
 The part of docs/findings.md under "# What the experiments find" is checked, section by section
-("## ..."):
-  - its opening paragraph lists every experiment report in reports/ in one of two lists, "At the
-    paper's budget: `A`, `B`, ..." and "Reduced: `C`, ...", and each report's own "Profile:" line
-    agrees (a paper-budget report states "reductions: none");
-  - every section names the report(s) it quotes (`reports/NAME.md`);
-  - every decimal number a section writes (45.02, −0.14, 3.3e-8, ...) is, to the precision the
-    prose writes it (0.40 quotes 0.3987), a number of the reports it names, of the ledger rows
-    whose evidence is one of those reports ("table6 [paper]" for table6-paper.md), or of the
-    paper's (any ledger row's claim and paper columns); a percentage may quote a fraction (86.8%
-    quotes 0.8676);
+("## ...", fenced code blocks and code spans left out):
+  - its opening paragraph lists every experiment report of reports/ (a report with a "- Profile: "
+    line) in one of two lists, "At the paper's budget: `A`, `B`, ..." and "Reduced: `C`, ...", and
+    each listed report's own profile line agrees (a paper-budget report states "reductions: none");
+  - every section names the experiment report(s) it quotes (`reports/NAME.md`);
+  - what a section writes is in those reports or in the ledger rows (reports/CLAIMS.md) whose
+    evidence is one of them ("table6 [paper]" for table6-paper.md), to the precision the prose
+    writes it (0.40 quotes 0.3987):
+      * a mean and its spread, "45.02 ± 0.56", as one pair;
+      * an interval, "[3.31, 4.09]", as one pair;
+      * a count, "12/12", as written;
+      * every other decimal number, signed where the prose gives a sign (−0.14 does not quote
+        0.14; "drops by 0.87" quotes −0.87), a percentage possibly quoting a fraction (86.8%
+        quotes 0.8676);
   - no section cites a ledger row by its number, which changes as claims are added.
 A number that no named report holds is a stale quote, or a figure that belongs in a report.
 """
 import re
 import sys
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
-NUMBER = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?(?:e[+-]?\d+)?")
-DECIMAL = re.compile(r"(?<![\w.§])([+-]?\d+\.\d+(?:e[+-]?\d+)?)(\s?%)?")
-CITED = re.compile(r"([\w-]+) \[([\w.-]+)\]")  # the ledger's "table6 [paper-adamw-1e-2]"
-ROW = re.compile(r"\brows? \d+")
+SIGNED = r"[+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+NUMBER = re.compile(r"(?<![\w.])" + SIGNED)
+DECIMAL = re.compile(r"(?<![\w.§/])([+-]?\d+\.\d+(?:[eE][+-]?\d+)?)(?![\d/])(\s?%)?")
+PAIR = re.compile(r"(?<![\w.])(" + SIGNED + r") ± (" + SIGNED + r")")
+INTERVAL = re.compile(r"\[(" + SIGNED + r"), (" + SIGNED + r")\]")
+COUNT = re.compile(r"(?<![\w./(-])(\d+/\d+)(?![\w/)])")
+ROW = re.compile(r"(?i)\brows? \d+(?!\d*\s+of\b)")
 REPORT = re.compile(r"`(reports/[\w.-]+\.md)`")
+CITED = re.compile(r"([\w-]+) \[([\w.-]+)\]")  # the ledger's "table6 [paper-adamw-1e-2]"
 PART = "# What the experiments find"
 
 
@@ -34,37 +42,49 @@ def plain(text):
     return text.replace("\u2212", "-")
 
 
-def numbers(text):
-    found = []
-    for token in NUMBER.findall(plain(text)):
-        try:
-            found.append(abs(Decimal(token)))
-        except InvalidOperation:
-            pass
-    return found
+def prose(text):
+    """The text without fenced code blocks and code spans."""
+    text = re.sub(r"(?ms)^```.*?^```[^\n]*$", "", text)
+    return re.sub(r"`[^`\n]*`", "", text)
 
 
-def quotes(token, pool, percent=False):
-    """True when some number of the pool, rounded to the token's last digit, is the token; a
-    percentage (86.8%) may quote a fraction (0.8676) as well as a percentage."""
-    value = abs(Decimal(token))
-    half = Decimal(1).scaleb(value.as_tuple().exponent) / 2
-    if any(abs(x - value) <= half for x in pool):
-        return True
-    return percent and any(abs(100 * x - value) <= half for x in pool)
+def quotes(token, values, signed):
+    """True when one of the values, rounded to the token's last digit, is the token."""
+    want = Decimal(token)
+    half = Decimal(1).scaleb(want.as_tuple().exponent) / 2
+    if not signed:
+        return any(abs(abs(x) - abs(want)) <= half for x in values)
+    return any(abs(x - want) <= half for x in values)
 
 
-def main(root):
-    root = Path(root)
-    text = (root / "docs/findings.md").read_text()
-    failures = []
+class Pool:
+    """The numbers of the reports a section names and of their ledger rows."""
+
+    def __init__(self, texts):
+        text = plain("\n".join(texts))
+        self.text = text
+        self.numbers = [Decimal(t) for t in NUMBER.findall(text)]
+        self.pairs = [(Decimal(a), Decimal(b)) for a, b in PAIR.findall(text)]
+        self.intervals = [(Decimal(a), Decimal(b)) for a, b in INTERVAL.findall(text)]
+        self.counts = set(COUNT.findall(text))
+
+    def holds_pair(self, a, b, pairs):
+        return any(quotes(a, [x], True) and quotes(b, [y], True) for x, y in pairs)
+
+
+def experiment_part(text, failures):
     if PART not in text:
-        sys.exit(f"FAIL: docs/findings.md has no '{PART}' part")
+        failures.append(f"docs/findings.md has no '{PART}' part")
+        return "", []
     part = text.split(PART, 1)[1]
-    part = re.split(r"(?m)^# ", part, maxsplit=1)[0]
-    opening, *sections = re.split(r"(?m)^## ", part)
+    fenced = re.sub(r"(?ms)^```.*?^```[^\n]*$", lambda m: "\n" * m.group(0).count("\n"), part)
+    end = re.search(r"(?m)^# ", fenced)
+    part = part[: end.start()] if end else part
+    pieces = re.split(r"(?m)^## ", part)
+    return pieces[0], pieces[1:]
 
-    # The opening's two lists against the reports' own profile lines.
+
+def check_opening(root, opening, failures):
     lists = {}
     for label, key in (("At the paper's budget:", "paper"), ("Reduced:", "reduced")):
         m = re.search(re.escape(label) + r"((?:\s*`[\w.-]+`,?)+)", opening)
@@ -72,61 +92,75 @@ def main(root):
             failures.append(f"the opening paragraph has no list '{label} `NAME`, ...'")
             continue
         lists[key] = re.findall(r"`([\w.-]+)`", m.group(1))
-    experiment_reports = sorted(p.stem for p in (root / "reports").glob("*.md")
-                                if "- Profile: " in p.read_text())
+    reports = sorted(p.stem for p in (root / "reports").glob("*.md") if "- Profile: " in p.read_text())
     listed = lists.get("paper", []) + lists.get("reduced", [])
-    for name in experiment_reports:
+    for name in reports:
         if name not in listed:
             failures.append(f"reports/{name}.md is in neither list of the opening paragraph")
     for key, names in lists.items():
         for name in names:
             path = root / "reports" / f"{name}.md"
-            if not path.exists():
-                failures.append(f"the opening lists `{name}`, but reports/{name}.md does not exist")
+            profile = re.search(r"(?m)^- Profile: .*$", path.read_text()) if path.exists() else None
+            if profile is None:
+                failures.append(f"the opening lists `{name}`, but reports/{name}.md is not an experiment report")
                 continue
-            profile = re.search(r"(?m)^- Profile: .*$", path.read_text())
-            full = profile is not None and "reductions: none" in profile.group(0)
+            full = "reductions: none" in profile.group(0)
             if full != (key == "paper"):
-                failures.append(f"the opening lists `{name}` as {'at the paper' if key == 'paper' else 'reduced'}"
-                                f"'s budget; its report says: {profile.group(0) if profile else 'no profile line'}")
+                where = "at the paper's budget" if key == "paper" else "reduced"
+                failures.append(f"the opening lists `{name}` as {where}; its report says: {profile.group(0)}")
+    return len(reports)
 
-    # The ledger: every row's claim and paper columns (the paper's values), and the whole of each
-    # row whose evidence is one of the named reports' tables ("table6 [paper]" for table6-paper).
+
+def main(root):
+    root = Path(root)
+    failures = []
+    opening, sections = experiment_part((root / "docs/findings.md").read_text(), failures)
+    count = check_opening(root, opening, failures) if opening else 0
     ledger = [[c.strip() for c in row.split(" | ")]
               for row in (root / "reports/CLAIMS.md").read_text().splitlines() if row.startswith("| ")]
-    ledger = [cells for cells in ledger if len(cells) >= 5 and cells[0].lstrip("| ").isdigit()]
-    paper = [x for cells in ledger for x in numbers(cells[1] + " " + cells[3])]
-
+    ledger = [" | ".join(cells) for cells in ledger if len(cells) >= 5 and cells[0].lstrip("| ").isdigit()]
     checked = 0
     for section in sections:
-        title = section.splitlines()[0]
-        named = sorted(set(REPORT.findall(section)))
+        title = section.splitlines()[0][:60] if section.strip() else "(empty)"
+        named = [n for n in sorted(set(REPORT.findall(section)))
+                 if (root / n).exists() and "- Profile: " in (root / n).read_text()]
         if not named:
-            failures.append(f"section '{title[:60]}' names no report (`reports/NAME.md`)")
+            failures.append(f"section '{title}' names no experiment report (`reports/NAME.md`)")
             continue
-        pool = list(paper)
+        texts = []
         for name in named:
-            path = root / name
-            if not path.exists():
-                failures.append(f"section '{title[:60]}' names {name}, which does not exist")
-                continue
-            pool += numbers(path.read_text())
+            texts.append((root / name).read_text())
             stem = Path(name).stem
-            pool += [x for cells in ledger
-                     if any(f"{table}-{profile}" == stem for table, profile in CITED.findall(" ".join(cells)))
-                     for x in numbers(" ".join(cells))]
-        for row in ROW.findall(section):
-            failures.append(f"section '{title[:60]}' cites ledger {row}: the ledger renumbers its rows as "
-                            "claims are added; name the claim instead")
-        for token, percent in DECIMAL.findall(plain(section)):
+            texts += [row for row in ledger if any(f"{t}-{p}" == stem for t, p in CITED.findall(row))]
+        pool = Pool(texts)
+        body = plain(prose(section))
+        sources = ", ".join(named)
+        for row in ROW.findall(body):
+            failures.append(f"section '{title}' cites ledger {row}: the ledger renumbers its rows as claims "
+                            "are added; name the claim instead")
+        for a, b in PAIR.findall(body):
             checked += 1
-            if not quotes(token, pool, bool(percent)):
-                failures.append(f"section '{title[:60]}' writes {token}, which none of {', '.join(named)} "
-                                "or reports/CLAIMS.md holds")
+            if not pool.holds_pair(a, b, pool.pairs):
+                failures.append(f"section '{title}' writes {a} ± {b}, which {sources} does not hold")
+        for a, b in INTERVAL.findall(body):
+            checked += 1
+            if not pool.holds_pair(a, b, pool.intervals):
+                failures.append(f"section '{title}' writes the interval [{a}, {b}], which {sources} does not hold")
+        for c in COUNT.findall(body):
+            checked += 1
+            if c not in pool.counts:
+                failures.append(f"section '{title}' writes {c}, which {sources} does not hold")
+        rest = INTERVAL.sub(" ", PAIR.sub(" ", body))
+        for token, percent in DECIMAL.findall(rest):
+            checked += 1
+            signed = token[0] in "+-"
+            values = pool.numbers + ([100 * x for x in pool.numbers] if percent else [])
+            if not quotes(token, values, signed):
+                failures.append(f"section '{title}' writes {token}, which {sources} does not hold")
     if failures:
         sys.exit("FAIL: docs/findings.md\n  " + "\n  ".join(failures))
-    print(f"findings.md: {len(sections)} experiment sections quote their reports ({checked} numbers), "
-          f"{len(experiment_reports)} reports listed by budget")
+    print(f"findings.md: {len(sections)} experiment sections quote their reports ({checked} figures), "
+          f"{count} reports listed by budget")
 
 
 if __name__ == "__main__":
