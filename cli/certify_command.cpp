@@ -56,7 +56,7 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
                   "step (README: 'Certify your own rule'); only its claims run unless --claims is given");
   cmd->add_option("--rule-config", args.rule_config,
                   "JSON object for --rule: name (claim id suffix), rule (the core rule it implements, default b2), "
-                  "dtype (float64 or float32)");
+                  "dtype (float64; float32 is refused: the claims are not yet sized to it)");
   cmd->add_flag("--list", args.list, "list the registered claims and their controls, then exit");
   cmd->add_option("--swap-control", args.swap,
                   "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail); "
