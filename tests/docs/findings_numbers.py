@@ -21,6 +21,7 @@ The part of docs/findings.md under "# What the experiments find" is checked, sec
   - no section cites a ledger row by its number, which changes as claims are added.
 A number that no named report holds is a stale quote, or a figure that belongs in a report.
 """
+import json
 import re
 import sys
 from decimal import Decimal
@@ -43,8 +44,9 @@ def plain(text):
 
 
 def prose(text):
-    """The text without fenced code blocks and code spans."""
+    """The text without fenced code blocks, code spans and software versions ("LibTorch 2.11")."""
     text = re.sub(r"(?ms)^```.*?^```[^\n]*$", "", text)
+    text = re.sub(r"\b(LibTorch|PyTorch|CUDA|OpenBLAS|Debian|version) \d+(?:\.\d+)+", r"\1", text)
     return re.sub(r"`[^`\n]*`", "", text)
 
 
@@ -111,14 +113,88 @@ def check_opening(root, opening, failures):
     return len(reports)
 
 
+def check_section(title, section, pool, sources, failures):
+    """The section's figures against the pool; returns how many were checked."""
+    body = plain(prose(section))
+    checked = 0
+    for row in ROW.findall(body):
+        failures.append(f"section '{title}' cites ledger {row}: the ledger renumbers its rows as claims "
+                        "are added; name the claim instead")
+    for a, b in PAIR.findall(body):
+        checked += 1
+        if not pool.holds_pair(a, b, pool.pairs):
+            failures.append(f"section '{title}' writes {a} ± {b}, which {sources} does not hold")
+    for a, b in INTERVAL.findall(body):
+        checked += 1
+        if not pool.holds_pair(a, b, pool.intervals):
+            failures.append(f"section '{title}' writes the interval [{a}, {b}], which {sources} does not hold")
+    for c in COUNT.findall(body):
+        checked += 1
+        if c not in pool.counts:
+            failures.append(f"section '{title}' writes {c}, which {sources} does not hold")
+    rest = INTERVAL.sub(" ", PAIR.sub(" ", body))
+    for token, percent in DECIMAL.findall(rest):
+        checked += 1
+        values = pool.numbers + ([100 * x for x in pool.numbers] if percent else [])
+        if not quotes(token, values, token[0] in "+-"):
+            failures.append(f"section '{title}' writes {token}, which {sources} does not hold")
+    return checked
+
+
+def ledger_rows(root):
+    rows = [[c.strip() for c in row.split(" | ")]
+            for row in (root / "reports/CLAIMS.md").read_text().splitlines() if row.startswith("| ")]
+    return [cells for cells in rows if len(cells) >= 5 and cells[0].lstrip("| ").isdigit()]
+
+
+def report_rows(ledger, name):
+    """The ledger rows whose evidence is the experiment report NAME ("table6 [paper]" for table6-paper)."""
+    stem = Path(name).stem
+    return [" | ".join(cells) for cells in ledger
+            if any(f"{t}-{p}" == stem for t, p in CITED.findall(" | ".join(cells)))]
+
+
+def check_certificate_part(root, text, ledger, failures):
+    """The sections before the experiment part: each figure is one of the certificate claims the
+    section names (`claim-id`, or `prefix-*` for a family), of the files under reports/ it names
+    (with their ledger rows), of the ledger rows that cite those claims, or one of the paper's
+    (any ledger row's claim and paper columns). A section titled "... (history)" records what
+    earlier runs found, in no committed file, and is not checked."""
+    claims = {}
+    for path in [root / "reports/certificate.json", root / "reports/certificate-paper-size.json",
+                 *sorted((root / "reports").glob("*/certificate*.json"))]:
+        for claim in json.loads(path.read_text())["claims"]:
+            claims.setdefault(claim["id"], []).append(json.dumps(claim))
+    paper = [cells[1] + " " + cells[3] for cells in ledger]
+    part = text.split(PART, 1)[0]
+    sections = re.split(r"(?m)^## ", part)[1:]
+    checked = 0
+    for section in sections:
+        title = section.splitlines()[0][:60]
+        if "(history)" in section.splitlines()[0]:
+            continue
+        names = set(re.findall(r"`([^`\n]+)`", section))
+        ids = {i for n in names for i in claims
+               if i == n or (n.endswith("-*") and i.startswith(n[:-1]))}
+        files = sorted(n for n in names if n.startswith("reports/") and (root / n).is_file())
+        texts = [c for i in ids for c in claims[i]]
+        texts += [" | ".join(cells) for cells in ledger if any(i in cells[4] for i in ids)]
+        for name in files:
+            texts.append((root / name).read_text())
+            texts += report_rows(ledger, name)
+        sources = ", ".join(sorted(ids) + files) or "no named claim or file"
+        checked += check_section(title, section, Pool(texts), f"{sources} (or the paper)", failures)
+    return len(sections), checked
+
+
 def main(root):
     root = Path(root)
     failures = []
-    opening, sections = experiment_part((root / "docs/findings.md").read_text(), failures)
+    text = (root / "docs/findings.md").read_text()
+    ledger = ledger_rows(root)
+    certificate_sections, certificate_checked = check_certificate_part(root, text, ledger, failures)
+    opening, sections = experiment_part(text, failures)
     count = check_opening(root, opening, failures) if opening else 0
-    ledger = [[c.strip() for c in row.split(" | ")]
-              for row in (root / "reports/CLAIMS.md").read_text().splitlines() if row.startswith("| ")]
-    ledger = [" | ".join(cells) for cells in ledger if len(cells) >= 5 and cells[0].lstrip("| ").isdigit()]
     checked = 0
     for section in sections:
         title = section.splitlines()[0][:60] if section.strip() else "(empty)"
@@ -130,37 +206,13 @@ def main(root):
         texts = []
         for name in named:
             texts.append((root / name).read_text())
-            stem = Path(name).stem
-            texts += [row for row in ledger if any(f"{t}-{p}" == stem for t, p in CITED.findall(row))]
-        pool = Pool(texts)
-        body = plain(prose(section))
-        sources = ", ".join(named)
-        for row in ROW.findall(body):
-            failures.append(f"section '{title}' cites ledger {row}: the ledger renumbers its rows as claims "
-                            "are added; name the claim instead")
-        for a, b in PAIR.findall(body):
-            checked += 1
-            if not pool.holds_pair(a, b, pool.pairs):
-                failures.append(f"section '{title}' writes {a} ± {b}, which {sources} does not hold")
-        for a, b in INTERVAL.findall(body):
-            checked += 1
-            if not pool.holds_pair(a, b, pool.intervals):
-                failures.append(f"section '{title}' writes the interval [{a}, {b}], which {sources} does not hold")
-        for c in COUNT.findall(body):
-            checked += 1
-            if c not in pool.counts:
-                failures.append(f"section '{title}' writes {c}, which {sources} does not hold")
-        rest = INTERVAL.sub(" ", PAIR.sub(" ", body))
-        for token, percent in DECIMAL.findall(rest):
-            checked += 1
-            signed = token[0] in "+-"
-            values = pool.numbers + ([100 * x for x in pool.numbers] if percent else [])
-            if not quotes(token, values, signed):
-                failures.append(f"section '{title}' writes {token}, which {sources} does not hold")
+            texts += report_rows(ledger, name)
+        checked += check_section(title, section, Pool(texts), ", ".join(named), failures)
     if failures:
         sys.exit("FAIL: docs/findings.md\n  " + "\n  ".join(failures))
-    print(f"findings.md: {len(sections)} experiment sections quote their reports ({checked} figures), "
-          f"{count} reports listed by budget")
+    print(f"findings.md: {certificate_sections} certificate sections quote the certificate "
+          f"({certificate_checked} figures); {len(sections)} experiment sections quote their reports "
+          f"({checked} figures), {count} reports listed by budget")
 
 
 if __name__ == "__main__":
