@@ -8,8 +8,9 @@ The part of docs/findings.md under "# What the experiments find" is checked, sec
   - its opening paragraph lists every experiment report of reports/ (a report with a "- Profile: "
     line) in one of two lists, "At the paper's budget: `A`, `B`, ..." and "Reduced: `C`, ...", and
     each listed report's own profile line agrees (a paper-budget report states "reductions: none");
-  - every section names the experiment report(s) it quotes (`reports/NAME.md`);
-  - what a section writes is in those reports or in the ledger rows (reports/CLAIMS.md) whose
+  - every section names the experiment report(s) it quotes (`reports/NAME.md`), and any other
+    committed output it quotes (`reports/bench/NAME.txt`);
+  - what a section writes is in those files or in the ledger rows (reports/CLAIMS.md) whose
     evidence is one of them ("table6 [paper]" for table6-paper.md), to the precision the prose
     writes it (0.40 quotes 0.3987):
       * a mean and its spread, "45.02 ± 0.56", as one pair;
@@ -34,7 +35,7 @@ PAIR = re.compile(r"(?<![\w.])(" + SIGNED + r") ± (" + SIGNED + r")")
 INTERVAL = re.compile(r"\[(" + SIGNED + r"), (" + SIGNED + r")\]")
 COUNT = re.compile(r"(?<![\w./(-])(\d+/\d+)(?![\w/)])")
 ROW = re.compile(r"(?i)\brows? \d+(?!\d*\s+of\b)")
-REPORT = re.compile(r"`(reports/[\w.-]+\.md)`")
+FILE = re.compile(r"`(reports/[\w./-]+)`")
 CITED = re.compile(r"([\w-]+) \[([\w.-]+)\]")  # the ledger's "table6 [paper-adamw-1e-2]"
 PART = "# What the experiments find"
 
@@ -198,16 +199,16 @@ def main(root):
     checked = 0
     for section in sections:
         title = section.splitlines()[0][:60] if section.strip() else "(empty)"
-        named = [n for n in sorted(set(REPORT.findall(section)))
-                 if (root / n).exists() and "- Profile: " in (root / n).read_text()]
+        files = sorted(n for n in set(FILE.findall(section)) if (root / n).is_file())
+        named = [n for n in files if n.endswith(".md") and "- Profile: " in (root / n).read_text()]
         if not named:
             failures.append(f"section '{title}' names no experiment report (`reports/NAME.md`)")
             continue
         texts = []
-        for name in named:
+        for name in files:  # its experiment reports, and any other output it quotes (reports/bench/)
             texts.append((root / name).read_text())
             texts += report_rows(ledger, name)
-        checked += check_section(title, section, Pool(texts), ", ".join(named), failures)
+        checked += check_section(title, section, Pool(texts), ", ".join(files), failures)
     if failures:
         sys.exit("FAIL: docs/findings.md\n  " + "\n  ".join(failures))
     print(f"findings.md: {certificate_sections} certificate sections quote the certificate "
