@@ -38,6 +38,7 @@ ROW = re.compile(r"(?i)\brows? \d+(?!\d*\s+of\b)")
 FILE = re.compile(r"`(reports/[\w./-]+)`")
 CITED = re.compile(r"([\w-]+) \[([\w.-]+)\]")  # the ledger's "table6 [paper-adamw-1e-2]"
 PART = "# What the experiments find"
+FENCE = re.compile(r"(?ms)^```.*?^```[^\n]*$")
 
 
 def plain(text):
@@ -46,7 +47,7 @@ def plain(text):
 
 def prose(text):
     """The text without fenced code blocks, code spans and software versions ("LibTorch 2.11")."""
-    text = re.sub(r"(?ms)^```.*?^```[^\n]*$", "", text)
+    text = FENCE.sub("", text)
     text = re.sub(r"\b(LibTorch|PyTorch|CUDA|OpenBLAS|Debian|version) \d+(?:\.\d+)+", r"\1", text)
     return re.sub(r"`[^`\n]*`", "", text)
 
@@ -80,7 +81,7 @@ def experiment_part(text, failures):
         failures.append(f"docs/findings.md has no '{PART}' part")
         return "", []
     part = text.split(PART, 1)[1]
-    fenced = re.sub(r"(?ms)^```.*?^```[^\n]*$", lambda m: "\n" * m.group(0).count("\n"), part)
+    fenced = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), part)
     end = re.search(r"(?m)^# ", fenced)
     part = part[: end.start()] if end else part
     pieces = re.split(r"(?m)^## ", part)
