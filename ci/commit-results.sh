@@ -8,7 +8,7 @@
 #     checkpoint: a pair caught in between is read again), so that `stiefel experiment` with the same
 #     arguments resumes it from that checkpoint on the next machine (--resume checks the hash);
 #   - each results folder's pinned grid (experiment.json), and the reports and the ledger
-#     regenerated from the records, checked as CI checks them.
+#     regenerated from the records as staged, checked as CI checks them.
 # Usage: ci/commit-results.sh [BUILD_DIR] [MESSAGE]
 set -euo pipefail
 build=${1:-build/default}
@@ -62,9 +62,16 @@ PY
       fi ;;
   esac
 done
-"$build/stiefel" report results/*/ --out reports --certificate reports/certificate.json --certificate reports/certificate-paper-size.json > /dev/null
-tests/docs/prose_numbers.sh .
-tests/docs/reports_regenerate.sh "$build/stiefel" . "$(mktemp -d)"
+# The reports are made from the records as staged (an unfinished run's record moves on while this
+# runs, and its report lists where it stands), in an export of the index, and checked there.
+stiefel=$(realpath -- "$build/stiefel")
+tree="$snap/tree"
+git checkout-index -a --prefix="$tree/"
+(cd "$tree" && "$stiefel" report results/*/ --out reports --claims experiments/claims.json --definitions experiments \
+  --certificate reports/certificate.json --certificate reports/certificate-paper-size.json > /dev/null)
+tests/docs/prose_numbers.sh "$tree"
+tests/docs/reports_regenerate.sh "$stiefel" "$tree" "$snap/regenerated"
+cp -a -- "$tree/reports/." reports/
 git add reports
 if git diff --cached --quiet; then
   echo "commit-results.sh: nothing new to commit"

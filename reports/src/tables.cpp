@@ -491,12 +491,44 @@ double recorded_seconds(const json& rec) {
   return total;
 }
 
+// Where an unfinished run stands (status "running": still training, or stopped and resumable from
+// its checkpoint with the same command; or "failed"): the last epoch recorded of those planned, the
+// newest checkpoint, the last held-out and training accuracy, and for a grokking run its first
+// memorised and first grokked epochs so far. Never in the statistics.
+json unfinished_entry(const json& rec, std::uint64_t seed, const std::string& analysis) {
+  const auto& ep = rec.at("epochs");
+  json u = {{"seed", seed},
+            {"status", rec.at("status")},
+            {"epochs_planned", rec.at("config").at("epochs")},
+            {"epoch", ep.empty() ? json(0) : ep.back().at("epoch")},
+            {"checkpoint_epoch", nullptr}};
+  std::int64_t newest = -1;
+  const json checkpoints = rec.value("checkpoints", json::object());
+  for (const auto& [k, v] : checkpoints.items()) newest = std::max<std::int64_t>(newest, std::stoll(k));
+  if (newest >= 0) u["checkpoint_epoch"] = newest;
+  if (ep.empty()) return u;
+  u["train_acc"] = ep.back().at("train_acc");
+  for (auto e = ep.rbegin(); e != ep.rend(); ++e)
+    if (e->contains("test_acc")) {
+      u["test_acc"] = (*e)["test_acc"];
+      u["test_epoch"] = (*e)["epoch"];
+      break;
+    }
+  if (analysis == "grok") {
+    const auto g = grok_metrics(rec);
+    u["memorized"] = g.memorized ? json(*g.memorized) : json(nullptr);
+    u["grokked"] = g.grokked ? json(*g.grokked) : json(nullptr);
+  }
+  return u;
+}
+
 // The runs of one arm in one group, read from RESULTS/runs/ID/run.json.
 struct ArmRuns {
   std::size_t planned = 0;
   std::vector<json> runs;                  // the completed run records
   std::vector<json> records;               // their summaries, with "seed"
   json diverged = json::array();           // {"seed", "epoch", "step", "tensor"} of each diverged run
+  json unfinished = json::array();         // unfinished_entry of each run that has not ended
   std::map<std::uint64_t, double> metric;  // the paired metric of each completed seed
 };
 
@@ -525,7 +557,10 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
       continue;
     }
     const auto s = summarise(rec, analysis);
-    if (!s.completed) continue;
+    if (!s.completed) {
+      a.unfinished.push_back(unfinished_entry(rec, run.seed, analysis));
+      continue;
+    }
     ++tally.completed;
     tally.run_seconds += recorded_seconds(rec);
     tally.datasets.insert(dataset_name(rec));
@@ -658,6 +693,7 @@ json arm_entry(const ResolvedExperiment& ex, const std::string& gid, const std::
   arm["n"] = a.records.size();
   arm["diverged"] = a.diverged;
   arm["finished"] = a.records.size() + a.diverged.size();
+  arm["unfinished"] = a.unfinished;
   arm["runs"] = a.records;
   if (!a.records.empty()) add_arm_statistics(arm, a, d.value("std_ddof", 1), d["analysis"]);
   if (d.contains("paper") && d["paper"].contains(gid) && d["paper"][gid].contains(aid))
@@ -864,6 +900,10 @@ void write_budget_line(std::ostream& md, const json& t) {
 
 void write_runs_line(std::ostream& md, const json& t) {
   md << "- Runs completed: " << t["runs_completed"].get<int>() << " of " << t["runs_planned"].get<int>();
+  std::size_t unfinished = 0;
+  for (const auto& g : t["groups"])
+    for (const auto& a : g["arms"]) unfinished += a.value("unfinished", json::array()).size();
+  if (unfinished > 0) md << "; unfinished: " << unfinished << " (listed below)";
   if (t.value("runs_diverged", 0) > 0) {
     md << "; diverged (a non-finite loss, gradient or parameter; excluded from the statistics): "
        << t["runs_diverged"].get<int>() << " —";
@@ -956,6 +996,35 @@ void write_seed_spread(std::ostream& md, const json& g) {
        << fixed(w["gap"].get<double>(), 3) << " (epoch " << w["epoch"].get<std::int64_t>() << ", seeds "
        << w["seeds"][0].get<std::uint64_t>() << " and " << w["seeds"][1].get<std::uint64_t>() << ") |\n";
   }
+  md << "\n";
+}
+
+// The runs that have not ended (unfinished_entry), where any: none is in the statistics above.
+void write_unfinished(std::ostream& md, const json& t, const json& g) {
+  bool any = false;
+  for (const auto& a : g["arms"]) any = any || !a.value("unfinished", json::array()).empty();
+  if (!any) return;
+  const bool grok = t["analysis"] == "grok";
+  md << "Unfinished runs (in none of the statistics above; a run with status `running` is training, or stopped "
+        "and resumes from its checkpoint with the same command):\n\n"
+     << "| arm | seed | status | epoch reached (of) | checkpoint | held-out acc (epoch) | train acc |"
+     << (grok ? " first memorized | first grokked |" : "") << "\n|---|---|---|---|---|---|---|"
+     << (grok ? "---|---|" : "") << "\n";
+  auto epoch_or_dash = [](const json& u, const char* k) {
+    return u.contains(k) && u[k].is_number() ? std::to_string(u[k].get<std::int64_t>()) : std::string("–");
+  };
+  for (const auto& a : g["arms"])
+    for (const auto& u : a.value("unfinished", json::array())) {
+      md << "| " << a.value("label", a["id"].get<std::string>()) << " | " << u["seed"].get<std::uint64_t>() << " | "
+         << u["status"].get<std::string>() << " | " << epoch_or_dash(u, "epoch") << " ("
+         << epoch_or_dash(u, "epochs_planned") << ") | " << epoch_or_dash(u, "checkpoint_epoch") << " | "
+         << (u.contains("test_acc")
+                 ? fixed(u["test_acc"].get<double>(), 3) + " (" + epoch_or_dash(u, "test_epoch") + ")"
+                 : std::string("–"))
+         << " | " << (u.contains("train_acc") ? fixed(u["train_acc"].get<double>(), 3) : std::string("–")) << " |";
+      if (grok) md << " " << epoch_or_dash(u, "memorized") << " | " << epoch_or_dash(u, "grokked") << " |";
+      md << "\n";
+    }
   md << "\n";
 }
 
@@ -1052,6 +1121,7 @@ std::string table_markdown(const json& t) {
       write_paired_arms(md, t, g, has_val);
     write_contrasts(md, g);
     write_selection(md, g);
+    write_unfinished(md, t, g);
   }
   write_frame_diagnostics(md, t);
   for (const auto& ni : t["not_implemented"])

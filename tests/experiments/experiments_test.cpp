@@ -548,6 +548,70 @@ TEST(Tables, GrokSpreadBetweenSeedsAndTheWorstIsometryError) {
   EXPECT_NE(md.find("| 0.5 |\n"), std::string::npos) << md;  // A's iso max closes its row
 }
 
+// A run that has not ended (a record with status "running" or "failed") is in none of the
+// statistics; the report lists where it stands: the last epoch recorded, the newest checkpoint, the
+// last held-out and training accuracy, and a grokking run's first memorised and grokked epochs.
+TEST(Tables, UnfinishedRunsAreListedWhereTheyStandAndNeverAveraged) {
+  ResultsFolder f("unfinished");
+  const auto definition = json::parse(R"json({
+    "name": "un", "title": "Unfinished", "task": "grok", "analysis": "grok", "seeds": 3, "baseline": "a",
+    "train": {"epochs": 4},
+    "arms": [{"id": "a", "label": "A", "train": {"arm": "a2"}}, {"id": "b", "label": "B", "train": {"arm": "b2"}}],
+    "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {"seeds": 1}}
+  })json");
+  const auto ex = f.grid(definition, "paper");
+  const std::string hash(64, 'a');
+  for (const auto& r : ex.runs) {
+    if (r.seed == 2) continue;  // never started
+    auto run = image_run(4, 0.0, 0.0);
+    for (auto& e : run["epochs"]) e.erase("val_acc");
+    run["epochs"][1]["test_acc"] = 0.96;
+    run["epochs"][3]["test_acc"] = 0.40;
+    if (r.seed == 1) {
+      run.erase("final");
+      if (r.arm == "a") {  // stopped after epoch 3, checkpoints kept at epochs 2 and 3
+        run["status"] = "running";
+        run["epochs"].erase(3);
+        run["epochs"][2]["train_acc"] = 0.995;
+        run["checkpoints"] = {{"2", hash}, {"3", hash}};
+      } else {  // failed in its second epoch
+        run["status"] = "failed";
+        run["epochs"] = json::array({run["epochs"][0]});
+        run["failure"] = {{"epoch", 2}, {"step", 1}, {"error", "out of memory"}};
+      }
+    }
+    auto rec = run_of_cell(run, r);
+    rec["options"]["n"] = 10000;
+    f.write(fs::path("runs") / r.id / "run.json", rec);
+  }
+  const auto t = analyse_results(f.dir.string(), 200);
+  EXPECT_EQ(t["runs_completed"], 2);
+  const auto& arms = t["groups"][0]["arms"];
+  EXPECT_EQ(arms[0]["n"], 1);
+  EXPECT_NEAR(arms[0]["end_mean"].get<double>(), 0.40, 1e-12);  // seed 0 alone
+  ASSERT_EQ(arms[0]["unfinished"].size(), 1u) << arms[0].dump();
+  const auto& a = arms[0]["unfinished"][0];
+  EXPECT_EQ(a["seed"], 1);
+  EXPECT_EQ(a["status"], "running");
+  EXPECT_EQ(a["epoch"], 3);
+  EXPECT_EQ(a["epochs_planned"], 4);
+  EXPECT_EQ(a["checkpoint_epoch"], 3);
+  EXPECT_NEAR(a["test_acc"].get<double>(), 0.96, 1e-12);
+  EXPECT_EQ(a["test_epoch"], 2);
+  EXPECT_EQ(a["memorized"], 3);
+  EXPECT_EQ(a["grokked"], 2);
+  ASSERT_EQ(arms[1]["unfinished"].size(), 1u);
+  const auto& b = arms[1]["unfinished"][0];
+  EXPECT_EQ(b["status"], "failed");
+  EXPECT_EQ(b["epoch"], 1);
+  EXPECT_TRUE(b["checkpoint_epoch"].is_null());
+  EXPECT_FALSE(b.contains("test_acc"));
+  const auto md = table_markdown(t);
+  EXPECT_NE(md.find("- Runs completed: 2 of 6; unfinished: 2 (listed below)\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| A | 1 | running | 3 (4) | 3 | 0.960 (2) | 0.995 | 3 | 2 |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| B | 1 | failed | 1 (4) | – | – | 0.500 | – | – |\n"), std::string::npos) << md;
+}
+
 TEST(Tables, AtPaperBudgetOnlyWhenEveryTrainSettingButDataAndDeviceMatches) {
   ResultsFolder f("budget");
   auto analyse = [&](const std::string& profile) {
