@@ -501,18 +501,22 @@ TEST(Tables, SelectionPicksTheHighestMeanValidationAccuracy) {
   }
 }
 
+// A grokking grid: arms A (a2, the baseline) and B (b2), 3 seeds, 4 epochs.
+json grok_definition() {
+  return json::parse(R"json({
+    "name": "gk", "title": "Grokking", "task": "grok", "analysis": "grok", "seeds": 3, "baseline": "a",
+    "train": {"epochs": 4},
+    "arms": [{"id": "a", "label": "A", "train": {"arm": "a2"}}, {"id": "b", "label": "B", "train": {"arm": "b2"}}],
+    "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {"seeds": 1}}
+  })json");
+}
+
 // A grokking table's run-to-run spread: per arm, over the pairs of seeds, the held-out accuracy gap
 // at the epochs both evaluated (its mean per pair, averaged; the median of the pairs' largest gaps;
 // the widest pair with its epoch), and the isometry error's maximum over evaluated epochs.
 TEST(Tables, GrokSpreadBetweenSeedsAndTheWorstIsometryError) {
   ResultsFolder f("spread");
-  const auto definition = json::parse(R"json({
-    "name": "sp", "title": "Spread", "task": "grok", "analysis": "grok", "seeds": 3, "baseline": "a",
-    "train": {"epochs": 4},
-    "arms": [{"id": "a", "label": "A", "train": {"arm": "a2"}}, {"id": "b", "label": "B", "train": {"arm": "b2"}}],
-    "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {"seeds": 1}}
-  })json");
-  const auto ex = f.grid(definition, "paper");
+  const auto ex = f.grid(grok_definition(), "paper");
   // Held-out accuracy at the evaluated epochs 2 and 4 per arm and seed; B's seed 2 also evaluated
   // epoch 3, which no other seed did (a gap there would be 0.4: it must not count).
   const std::map<std::string, std::array<std::array<double, 2>, 3>> test = {
@@ -553,13 +557,7 @@ TEST(Tables, GrokSpreadBetweenSeedsAndTheWorstIsometryError) {
 // last held-out and training accuracy, and a grokking run's first memorised and grokked epochs.
 TEST(Tables, UnfinishedRunsAreListedWhereTheyStandAndNeverAveraged) {
   ResultsFolder f("unfinished");
-  const auto definition = json::parse(R"json({
-    "name": "un", "title": "Unfinished", "task": "grok", "analysis": "grok", "seeds": 3, "baseline": "a",
-    "train": {"epochs": 4},
-    "arms": [{"id": "a", "label": "A", "train": {"arm": "a2"}}, {"id": "b", "label": "B", "train": {"arm": "b2"}}],
-    "profiles": {"paper": {}, "cpu": {"reductions": "r", "seeds": 6}, "smoke": {"seeds": 1}}
-  })json");
-  const auto ex = f.grid(definition, "paper");
+  const auto ex = f.grid(grok_definition(), "paper");
   const std::string hash(64, 'a');
   for (const auto& r : ex.runs) {
     if (r.seed == 2) continue;  // never started
