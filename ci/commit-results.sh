@@ -63,7 +63,8 @@ PY
   esac
 done
 # The reports are made from the records as staged (an unfinished run's record moves on while this
-# runs, and its report lists where it stands), in an export of the index, and checked there.
+# runs, and its report lists where it stands), in an export of the index with its definitions and
+# claims, and checked there as CI checks a fresh clone; only the files the report makes come back.
 stiefel=$(realpath -- "$build/stiefel")
 tree="$snap/tree"
 git checkout-index -a --prefix="$tree/"
@@ -71,8 +72,11 @@ git checkout-index -a --prefix="$tree/"
   --certificate reports/certificate.json --certificate reports/certificate-paper-size.json > /dev/null)
 tests/docs/prose_numbers.sh "$tree"
 tests/docs/reports_regenerate.sh "$stiefel" "$tree" "$snap/regenerated"
-cp -a -- "$tree/reports/." reports/
-git add reports
+for made in "$snap/regenerated"/*; do
+  name=$(basename -- "$made")
+  cp -- "$tree/reports/$name" "reports/$name"
+  stage "reports/$name"
+done
 if git diff --cached --quiet; then
   echo "commit-results.sh: nothing new to commit"
 else

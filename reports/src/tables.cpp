@@ -1,5 +1,6 @@
 #include <stiefel/reports/tables.h>
 
+#include <stiefel/io/sha256.h>
 #include <stiefel/reports/paired_statistics.h>
 
 #include <stiefel/schema.h>
@@ -492,20 +493,32 @@ double recorded_seconds(const json& rec) {
 }
 
 // Where an unfinished run stands (status "running": still training, or stopped and resumable from
-// its checkpoint with the same command; or "failed"): the last epoch recorded of those planned, the
-// newest checkpoint, the last held-out and training accuracy, and for a grokking run its first
-// memorised and first grokked epochs so far. Never in the statistics.
-json unfinished_entry(const json& rec, std::uint64_t seed, const std::string& analysis) {
+// its checkpoint with the same command; or "failed", with its failure): the last epoch recorded of
+// those planned; the checkpoint beside the record ("checkpoint": "resumable" at "checkpoint_epoch"
+// when the record names its SHA-256, as a resume requires, else "none" or "not named by the
+// record"); the last evaluated test accuracy and the last training accuracy; for a grokking run its
+// first memorised and first grokked epochs so far. Never in the statistics.
+json unfinished_entry(const json& rec, std::uint64_t seed, const std::string& analysis, const fs::path& checkpoint) {
   const auto& ep = rec.at("epochs");
   json u = {{"seed", seed},
             {"status", rec.at("status")},
             {"epochs_planned", rec.at("config").at("epochs")},
-            {"epoch", ep.empty() ? json(0) : ep.back().at("epoch")},
+            {"epoch", ep.empty() ? json(nullptr) : ep.back().at("epoch")},
+            {"checkpoint", "none"},
             {"checkpoint_epoch", nullptr}};
-  std::int64_t newest = -1;
-  const json checkpoints = rec.value("checkpoints", json::object());
-  for (const auto& [k, v] : checkpoints.items()) newest = std::max<std::int64_t>(newest, std::stoll(k));
-  if (newest >= 0) u["checkpoint_epoch"] = newest;
+  if (rec.contains("failure")) u["failure"] = rec["failure"];
+  // The record names the last two checkpoints written (the one kept and the one about to replace
+  // it): the file's own hash says which one it is.
+  if (fs::is_regular_file(fs::symlink_status(checkpoint))) {
+    const auto hash = io::sha256_file(checkpoint);
+    u["checkpoint"] = "not named by the record";
+    const json named = rec.value("checkpoints", json::object());
+    for (const auto& [epoch, h] : named.items())
+      if (h == hash) {
+        u["checkpoint"] = "resumable";
+        u["checkpoint_epoch"] = std::stoll(epoch);
+      }
+  }
   if (ep.empty()) return u;
   u["train_acc"] = ep.back().at("train_acc");
   for (auto e = ep.rbegin(); e != ep.rend(); ++e)
@@ -558,7 +571,7 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
     }
     const auto s = summarise(rec, analysis);
     if (!s.completed) {
-      a.unfinished.push_back(unfinished_entry(rec, run.seed, analysis));
+      a.unfinished.push_back(unfinished_entry(rec, run.seed, analysis, path.parent_path() / "checkpoint.pt"));
       continue;
     }
     ++tally.completed;
@@ -999,29 +1012,51 @@ void write_seed_spread(std::ostream& md, const json& g) {
   md << "\n";
 }
 
+// A text as one Markdown table cell: pipes escaped, line breaks as spaces.
+std::string table_cell_text(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '|')
+      out += "\\|";
+    else
+      out += (c == '\n' || c == '\r') ? ' ' : c;
+  }
+  return out;
+}
+
 // The runs that have not ended (unfinished_entry), where any: none is in the statistics above.
+// Accuracies in the units of the table above them: fractions for grokking, percent otherwise.
 void write_unfinished(std::ostream& md, const json& t, const json& g) {
   bool any = false;
   for (const auto& a : g["arms"]) any = any || !a.value("unfinished", json::array()).empty();
   if (!any) return;
   const bool grok = t["analysis"] == "grok";
-  md << "Unfinished runs (in none of the statistics above; a run with status `running` is training, or stopped "
-        "and resumes from its checkpoint with the same command):\n\n"
-     << "| arm | seed | status | epoch reached (of) | checkpoint | held-out acc (epoch) | train acc |"
-     << (grok ? " first memorized | first grokked |" : "") << "\n|---|---|---|---|---|---|---|"
-     << (grok ? "---|---|" : "") << "\n";
+  md << "Unfinished runs, in none of the statistics above: a `running` run is training, or stopped and "
+        "resumes from its checkpoint with the same command; a `failed` one stopped on the error shown.\n\n"
+     << "| arm | seed | status | epoch reached (of) | checkpoint | " << (grok ? "held-out acc" : "test acc %")
+     << " (epoch) | train acc" << (grok ? "" : " %") << " |" << (grok ? " first memorized | first grokked |" : "")
+     << "\n|---|---|---|---|---|---|---|" << (grok ? "---|---|" : "") << "\n";
   auto epoch_or_dash = [](const json& u, const char* k) {
     return u.contains(k) && u[k].is_number() ? std::to_string(u[k].get<std::int64_t>()) : std::string("–");
   };
+  auto accuracy = [&](const json& u, const char* k) {
+    if (!u.contains(k)) return std::string("–");
+    const double v = u[k].get<double>();
+    return grok ? fixed(v, 3) : fixed(100 * v, 2);
+  };
   for (const auto& a : g["arms"])
     for (const auto& u : a.value("unfinished", json::array())) {
+      std::string status = u["status"].get<std::string>();
+      if (u.contains("failure"))
+        status += " at epoch " + epoch_or_dash(u["failure"], "epoch") + ": " +
+                  table_cell_text(u["failure"]["error"].get<std::string>());
+      const std::string checkpoint =
+          u["checkpoint"] == "resumable" ? epoch_or_dash(u, "checkpoint_epoch") : u["checkpoint"].get<std::string>();
       md << "| " << a.value("label", a["id"].get<std::string>()) << " | " << u["seed"].get<std::uint64_t>() << " | "
-         << u["status"].get<std::string>() << " | " << epoch_or_dash(u, "epoch") << " ("
-         << epoch_or_dash(u, "epochs_planned") << ") | " << epoch_or_dash(u, "checkpoint_epoch") << " | "
-         << (u.contains("test_acc")
-                 ? fixed(u["test_acc"].get<double>(), 3) + " (" + epoch_or_dash(u, "test_epoch") + ")"
-                 : std::string("–"))
-         << " | " << (u.contains("train_acc") ? fixed(u["train_acc"].get<double>(), 3) : std::string("–")) << " |";
+         << status << " | " << epoch_or_dash(u, "epoch") << " (" << epoch_or_dash(u, "epochs_planned") << ") | "
+         << checkpoint << " | " << accuracy(u, "test_acc")
+         << (u.contains("test_epoch") ? " (" + epoch_or_dash(u, "test_epoch") + ")" : std::string()) << " | "
+         << accuracy(u, "train_acc") << " |";
       if (grok) md << " " << epoch_or_dash(u, "memorized") << " | " << epoch_or_dash(u, "grokked") << " |";
       md << "\n";
     }

@@ -6,7 +6,8 @@ stiefel=$1 root=$2 work=$3
 rm -rf "$work"
 mkdir -p "$work"
 cd "$root"
-"$stiefel" report results/*/ --out "$work" --certificate reports/certificate.json --certificate reports/certificate-paper-size.json > "$work.log" 2>&1 ||
+"$stiefel" report results/*/ --out "$work" --claims experiments/claims.json --definitions experiments \
+  --certificate reports/certificate.json --certificate reports/certificate-paper-size.json > "$work.log" 2>&1 ||
   { cat "$work.log"; exit 1; }
 status=0
 for f in "$work"/*; do

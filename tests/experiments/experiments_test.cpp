@@ -2,6 +2,7 @@
 // answers.
 #include <gtest/gtest.h>
 #include <stiefel/arms.h>
+#include <stiefel/io/sha256.h>
 
 #include <stiefel/reports/experiment.h>
 #include <stiefel/reports/ledger.h>
@@ -553,61 +554,103 @@ TEST(Tables, GrokSpreadBetweenSeedsAndTheWorstIsometryError) {
 }
 
 // A run that has not ended (a record with status "running" or "failed") is in none of the
-// statistics; the report lists where it stands: the last epoch recorded, the newest checkpoint, the
-// last held-out and training accuracy, and a grokking run's first memorised and grokked epochs.
+// statistics; the report lists where it stands: the last epoch recorded, the checkpoint beside the
+// record (its epoch where the record names the file's hash, as a resume requires), the last
+// evaluated test and the last training accuracy, a grokking run's first memorised and grokked
+// epochs, and a failed run's error.
 TEST(Tables, UnfinishedRunsAreListedWhereTheyStandAndNeverAveraged) {
   ResultsFolder f("unfinished");
   const auto ex = f.grid(grok_definition(), "paper");
-  const std::string hash(64, 'a');
+  const std::string kept = "the checkpoint kept", other = "another checkpoint";
   for (const auto& r : ex.runs) {
-    if (r.seed == 2) continue;  // never started
+    if (r.arm == "b" && r.seed == 2) continue;  // never started
     auto run = image_run(4, 0.0, 0.0);
     for (auto& e : run["epochs"]) e.erase("val_acc");
     run["epochs"][1]["test_acc"] = 0.96;
     run["epochs"][3]["test_acc"] = 0.40;
-    if (r.seed == 1) {
+    const auto folder = fs::path("runs") / r.id;
+    if (r.seed > 0) {
       run.erase("final");
-      if (r.arm == "a") {  // stopped after epoch 3, checkpoints kept at epochs 2 and 3
-        run["status"] = "running";
-        run["epochs"].erase(3);
-        run["epochs"][2]["train_acc"] = 0.995;
-        run["checkpoints"] = {{"2", hash}, {"3", hash}};
-      } else {  // failed in its second epoch
-        run["status"] = "failed";
-        run["epochs"] = json::array({run["epochs"][0]});
-        run["failure"] = {{"epoch", 2}, {"step", 1}, {"error", "out of memory"}};
-      }
+      run["status"] = "running";
+      run["epochs"].erase(3);
+      run["epochs"][0]["test_acc"] = 0.20;
+      run["epochs"][2]["test_acc"] = 0.90;
+      run["epochs"][2]["train_acc"] = 0.995;
+      // The record names epochs 9 and 10 (9 < 10 as numbers, not as text); the file beside it is 10's,
+      // or (A seed 2) one it does not name.
+      run["checkpoints"] = {{"9", stiefel::io::sha256(other)}, {"10", stiefel::io::sha256(kept)}};
+      fs::create_directories(f.dir / folder);
+      std::ofstream(f.dir / folder / "checkpoint.pt") << (r.seed == 2 ? "unnamed" : kept);
+    }
+    if (r.arm == "b" && r.seed == 1) {  // evaluated every second epoch, failed in the fourth
+      run["status"] = "failed";
+      run["epochs"] = json::array({run["epochs"][1]});
+      run.erase("checkpoints");
+      fs::remove(f.dir / folder / "checkpoint.pt");
+      run["failure"] = {{"epoch", 4}, {"step", 1}, {"error", "out of memory | line\nbreak"}};
     }
     auto rec = run_of_cell(run, r);
     rec["options"]["n"] = 10000;
-    f.write(fs::path("runs") / r.id / "run.json", rec);
+    f.write(folder / "run.json", rec);
   }
   const auto t = analyse_results(f.dir.string(), 200);
   EXPECT_EQ(t["runs_completed"], 2);
   const auto& arms = t["groups"][0]["arms"];
   EXPECT_EQ(arms[0]["n"], 1);
   EXPECT_NEAR(arms[0]["end_mean"].get<double>(), 0.40, 1e-12);  // seed 0 alone
-  ASSERT_EQ(arms[0]["unfinished"].size(), 1u) << arms[0].dump();
+  ASSERT_EQ(arms[0]["unfinished"].size(), 2u) << arms[0].dump();
   const auto& a = arms[0]["unfinished"][0];
   EXPECT_EQ(a["seed"], 1);
   EXPECT_EQ(a["status"], "running");
   EXPECT_EQ(a["epoch"], 3);
   EXPECT_EQ(a["epochs_planned"], 4);
-  EXPECT_EQ(a["checkpoint_epoch"], 3);
-  EXPECT_NEAR(a["test_acc"].get<double>(), 0.96, 1e-12);
-  EXPECT_EQ(a["test_epoch"], 2);
+  EXPECT_EQ(a["checkpoint"], "resumable");
+  EXPECT_EQ(a["checkpoint_epoch"], 10);
+  EXPECT_NEAR(a["test_acc"].get<double>(), 0.90, 1e-12);  // the last evaluated, not the first or the best
+  EXPECT_EQ(a["test_epoch"], 3);
   EXPECT_EQ(a["memorized"], 3);
   EXPECT_EQ(a["grokked"], 2);
+  const auto& unnamed = arms[0]["unfinished"][1];
+  EXPECT_EQ(unnamed["checkpoint"], "not named by the record");
+  EXPECT_TRUE(unnamed["checkpoint_epoch"].is_null());
   ASSERT_EQ(arms[1]["unfinished"].size(), 1u);
   const auto& b = arms[1]["unfinished"][0];
   EXPECT_EQ(b["status"], "failed");
-  EXPECT_EQ(b["epoch"], 1);
-  EXPECT_TRUE(b["checkpoint_epoch"].is_null());
-  EXPECT_FALSE(b.contains("test_acc"));
+  EXPECT_EQ(b["epoch"], 2);  // the last recorded epoch, not the count of records
+  EXPECT_EQ(b["checkpoint"], "none");
+  EXPECT_EQ(b["failure"]["epoch"], 4);
   const auto md = table_markdown(t);
-  EXPECT_NE(md.find("- Runs completed: 2 of 6; unfinished: 2 (listed below)\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| A | 1 | running | 3 (4) | 3 | 0.960 (2) | 0.995 | 3 | 2 |\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("| B | 1 | failed | 1 (4) | – | – | 0.500 | – | – |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- Runs completed: 2 of 6; unfinished: 3 (listed below)\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| arm | seed | status | epoch reached (of) | checkpoint | held-out acc (epoch) | train acc | "
+                    "first memorized | first grokked |\n|---|---|---|---|---|---|---|---|---|\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| A | 1 | running | 3 (4) | 10 | 0.900 (3) | 0.995 | 3 | 2 |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| A | 2 | running | 3 (4) | not named by the record | 0.900 (3) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| B | 1 | failed at epoch 4: out of memory \\| line break | 2 (4) | none | 0.960 (2) | 0.500 | "
+                    "– | 2 |\n"),
+            std::string::npos)
+      << md;
+
+  // An image table lists its unfinished runs in percent, as its arm table; a run that recorded no
+  // epoch yet has none of the epochs or accuracies.
+  ResultsFolder image("unfinished-image");
+  const auto grid = image.grid(selection_definition(), "paper");
+  for (const auto& r : grid.runs) {
+    if (r.arm != "a") continue;
+    auto run = image_run(5, 0.30, 0.40);
+    if (r.seed == 1) {
+      run.erase("final");
+      run["status"] = "running";
+      run["epochs"] = json::array();
+    }
+    image.write(fs::path("runs") / r.id / "run.json", run_of_cell(run, r));
+  }
+  const auto it = table_markdown(analyse_results(image.dir.string(), 200));
+  EXPECT_NE(it.find("| arm | seed | status | epoch reached (of) | checkpoint | test acc % (epoch) | train acc % |\n"
+                    "|---|---|---|---|---|---|---|\n| A | 1 | running | – (5) | none | – | – |\n"),
+            std::string::npos)
+      << it;
 }
 
 TEST(Tables, AtPaperBudgetOnlyWhenEveryTrainSettingButDataAndDeviceMatches) {
