@@ -28,10 +28,22 @@ stage() {  # stage FILE [SNAPSHOT]: FILE's content as it is now (or as SNAPSHOT 
 finished=0 unfinished=0
 # Each results folder's pinned grid: a report reads it.
 for pin in results/*/experiment.json; do [ -f "$pin" ] && stage "$pin"; done
-for rec in results/*/runs/*/*/*/run.json; do
-  [ -f "$rec" ] || continue
+# Every record's status, read in one pass (a run's folder names are plain: no tab or line break).
+statuses=$(python3 - results/*/runs/*/*/*/run.json <<'PY'
+import json, os, sys
+for path in sys.argv[1:]:
+    if not os.path.isfile(path):
+        continue
+    try:
+        status = json.load(open(path)).get("status", "")
+    except (OSError, ValueError, AttributeError):
+        status = "unreadable"
+    print(f"{status}\t{path}")
+PY
+)
+while IFS=$'\t' read -r -u 3 status rec; do
+  [ -n "$rec" ] || continue
   dir=$(dirname "$rec")
-  status=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('status',''))" "$rec" 2>/dev/null || echo unreadable)
   case "$status" in
     completed | diverged)
       stage "$rec"
@@ -43,7 +55,10 @@ for rec in results/*/runs/*/*/*/run.json; do
       # One snapshot of the pair, checked and staged as read: the run may write either at any time.
       ok=0
       for _ in 1 2 3 4 5; do
-        cp -- "$rec" "$snap/run.json" && cp -- "$dir/checkpoint.pt" "$snap/checkpoint.pt" || { sleep 2; continue; }
+        if ! { cp -- "$rec" "$snap/run.json" && cp -- "$dir/checkpoint.pt" "$snap/checkpoint.pt"; }; then
+          sleep 2
+          continue
+        fi
         if python3 - "$snap/run.json" "$snap/checkpoint.pt" <<'PY'; then ok=1; break; fi
 import hashlib, json, sys
 rec = json.load(open(sys.argv[1]))
@@ -61,7 +76,7 @@ PY
         echo "commit-results.sh: $dir: its record does not name its checkpoint (left out)" >&2
       fi ;;
   esac
-done
+done 3<<< "$statuses"
 # The reports are made from the records as staged (an unfinished run's record moves on while this
 # runs, and its report lists where it stands), in an export of the index with its definitions and
 # claims, and checked there as CI checks a fresh clone; only the files the report makes come back.
