@@ -13,7 +13,8 @@ status=0
 for f in "$work"/*; do
   name=$(basename "$f")
   if ! cmp -s "$f" "reports/$name"; then
-    echo "FAIL: reports/$name differs from what the committed records make of it"
+    echo "FAIL: reports/$name differs from what the records in results/ make of it (a grid training in this" \
+      "checkout moves its unfinished records on: ci/commit-results.sh commits records and reports together)"
     status=1
   fi
 done
