@@ -475,7 +475,7 @@ json table_header(const AnalysedExperiment& a, int resamples, std::uint64_t boot
 // Over the whole grid: the runs completed and diverged, and the data sets and devices they ran on.
 struct GridTally {
   std::set<std::string> datasets, devices;
-  std::size_t completed = 0, diverged = 0;
+  std::size_t completed = 0, diverged = 0, unfinished = 0;
   double run_seconds = 0;           // the completed runs' recorded wall time, summed
   json mismatched = json::array();  // {"run", "why"}: records that are not their cell's run, never tabulated
 };
@@ -572,6 +572,7 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
     const auto s = summarise(rec, analysis);
     if (!s.completed) {
       a.unfinished.push_back(unfinished_entry(rec, run.seed, analysis, path.parent_path() / "checkpoint.pt"));
+      ++tally.unfinished;
       continue;
     }
     ++tally.completed;
@@ -845,6 +846,7 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
   table["runs_planned"] = ex.runs.size();
   table["runs_completed"] = tally.completed;
   table["runs_diverged"] = tally.diverged;
+  table["runs_unfinished"] = tally.unfinished;
   table["run_hours"] = tally.run_seconds / 3600;
   table["runs_mismatched"] = tally.mismatched;
   table["datasets"] = tally.datasets;
@@ -913,10 +915,7 @@ void write_budget_line(std::ostream& md, const json& t) {
 
 void write_runs_line(std::ostream& md, const json& t) {
   md << "- Runs completed: " << t["runs_completed"].get<int>() << " of " << t["runs_planned"].get<int>();
-  std::size_t unfinished = 0;
-  for (const auto& g : t["groups"])
-    for (const auto& a : g["arms"]) unfinished += a.value("unfinished", json::array()).size();
-  if (unfinished > 0) md << "; unfinished: " << unfinished << " (listed below)";
+  if (t.value("runs_unfinished", 0) > 0) md << "; unfinished: " << t["runs_unfinished"].get<int>() << " (listed below)";
   if (t.value("runs_diverged", 0) > 0) {
     md << "; diverged (a non-finite loss, gradient or parameter; excluded from the statistics): "
        << t["runs_diverged"].get<int>() << " —";

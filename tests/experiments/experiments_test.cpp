@@ -595,6 +595,7 @@ TEST(Tables, UnfinishedRunsAreListedWhereTheyStandAndNeverAveraged) {
   }
   const auto t = analyse_results(f.dir.string(), 200);
   EXPECT_EQ(t["runs_completed"], 2);
+  EXPECT_EQ(t["runs_unfinished"], 3);
   const auto& arms = t["groups"][0]["arms"];
   EXPECT_EQ(arms[0]["n"], 1);
   EXPECT_NEAR(arms[0]["end_mean"].get<double>(), 0.40, 1e-12);  // seed 0 alone
