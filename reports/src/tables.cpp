@@ -472,7 +472,8 @@ json table_header(const AnalysedExperiment& a, int resamples, std::uint64_t boot
           {"definition", a.definition_used}};
 }
 
-// Over the whole grid: the runs completed and diverged, and the data sets and devices they ran on.
+// Over the whole grid: the runs completed, diverged and unfinished, and the data sets and devices the
+// completed ones ran on.
 struct GridTally {
   std::set<std::string> datasets, devices;
   std::size_t completed = 0, diverged = 0, unfinished = 0;
