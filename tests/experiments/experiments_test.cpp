@@ -169,6 +169,18 @@ TEST(Ledger, VerdictRules) {
   EXPECT_EQ(
       verdict({{"type", "within"}, {"value", 1.4}, {"tolerance", 0.05}}, table_with(0, 0, 1, 1.5), "iso_final_mean"),
       "refuted");
+  // A value on a rule's bound meets it, though the decimals round: 3 of 5 seeds is within 0.2 of 0.8
+  // (|0.6 - 0.8| is 0.2 + 7e-17 in binary), 0.1 + 0.2 is at most 0.3; a hair beyond a bound does not.
+  const json rate = {{"type", "within"}, {"value", 0.8}, {"tolerance", 0.2}};
+  ASSERT_GT(std::fabs(3.0 / 5.0 - 0.8), 0.2);  // the rounding the rule must absorb
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 3.0 / 5.0), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 1.0), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 0.6 - 1e-9), "iso_final_mean"), "refuted");
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 2.0 / 5.0), "iso_final_mean"), "refuted");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 0.3}}, table_with(0, 0, 1, 0.1 + 0.2), "iso_final_mean"),
+            "confirmed");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 0.3}}, table_with(0, 0, 1, 0.3 + 1e-9), "iso_final_mean"), "refuted");
+  EXPECT_EQ(verdict({{"type", "above"}, {"value", 0.3}}, table_with(0, 0, 1, 0.3 - 1e-9), "iso_final_mean"), "refuted");
   const json ratio = {
       {"type", "ratio_above"}, {"value", 3.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}};
   EXPECT_EQ(verdict(ratio, table_with(0, 0, 0.5, 1.5), "iso_final_mean"), "confirmed");
