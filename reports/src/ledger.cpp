@@ -121,7 +121,10 @@ Evidence judge_table(const json& claim, const json& table) {
   if (type == "positive" || type == "negative" || type == "null") {
     if (!has_ci) return e;
     const double lo = c["ci_low"], hi = c["ci_high"];
-    e.ours += " pp, CI [" + num(lo) + ", " + num(hi) + "]";
+    // Image tables' accuracies are percentages, so their differences are percentage points; the
+    // grokking tables' tail means are fractions, and so are their differences.
+    const bool percent = table.value("metric", std::string()).find("(%)") != std::string::npos;
+    e.ours += std::string(percent ? " pp" : "") + ", CI [" + num(lo) + ", " + num(hi) + "]";
     if (c.contains("t")) e.ours += ", t = " + num(c["t"].get<double>());
     if (c.contains("p")) e.ours += ", p = " + num(c["p"].get<double>());
     e.ours += ", wins " + std::to_string(c["wins"].get<int>()) + "/" + std::to_string(c["pairs"].get<int>());

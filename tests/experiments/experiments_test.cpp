@@ -199,6 +199,16 @@ TEST(Ledger, VerdictRules) {
       scaled({{"type", "ratio_above"}, {"value", 5.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}},
              2.0)["verdict"],
       "confirmed");  // (2 × 1.5) / 0.5 = 6; unscaled 3 would refute
+  // A difference is in percentage points where the table's accuracies are percentages, and a bare
+  // number where they are fractions (the grokking tables' tail means).
+  auto in_unit = [&](const char* metric) {
+    auto t = table_with(1, 3, 1, 1);
+    t["metric"] = metric;
+    return ledger_row(pos, {t})["evidence"][0]["ours"].get<std::string>();
+  };
+  EXPECT_EQ(in_unit("final test accuracy (%)").rfind("2 pp, CI [1, 3]", 0), 0u) << in_unit("final test accuracy (%)");
+  EXPECT_EQ(in_unit("held-out accuracy, tail mean (fraction)").rfind("2, CI [1, 3]", 0), 0u)
+      << in_unit("held-out accuracy, tail mean (fraction)");
   // No result: not run; a smoke table never decides.
   auto smoke = table_with(1, 3, 1, 1);
   smoke["profile"] = "smoke";
