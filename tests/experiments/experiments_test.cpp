@@ -160,6 +160,24 @@ TEST(Ledger, VerdictRules) {
   EXPECT_EQ(verdict(neg, table_with(-3, -1, 1, 1)), "confirmed");
   EXPECT_EQ(verdict(nul, table_with(-1, 3, 1, 1)), "confirmed");
   EXPECT_EQ(verdict(nul, table_with(1, 3, 1, 1)), "refuted");
+  // A difference is significant only when the paired t-test agrees with the interval: three pairs
+  // of one sign clear 0 in the percentile bootstrap at p = 0.22 (Table 3 at n = 1k), which decides
+  // neither a gain nor a refutation of "no difference".
+  auto with_p = [](json table, double p) {
+    for (auto* c : {&table["groups"][0]["arms"][1]["vs_baseline"], &table["groups"][0]["contrasts"][0]["vs_baseline"]})
+      (*c)["p"] = p;
+    return table;
+  };
+  EXPECT_EQ(verdict(pos, with_p(table_with(1, 3, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(verdict(pos, with_p(table_with(-3, -1, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(verdict(neg, with_p(table_with(-3, -1, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(verdict(nul, with_p(table_with(1, 3, 1, 1), 0.22)), "confirmed");
+  EXPECT_EQ(verdict(pos, with_p(table_with(1, 3, 1, 1), 0.01)), "confirmed");
+  EXPECT_EQ(verdict(neg, with_p(table_with(1, 3, 1, 1), 0.01)), "refuted");
+  EXPECT_EQ(verdict(nul, with_p(table_with(1, 3, 1, 1), 0.01)), "refuted");
+  // A t-test that rejects does not make an interval that contains 0 significant.
+  EXPECT_EQ(verdict(pos, with_p(table_with(-1, 3, 1, 1), 0.01)), "not confirmed");
+  EXPECT_EQ(verdict(nul, with_p(table_with(-1, 3, 1, 1), 0.01)), "confirmed");
   EXPECT_EQ(verdict({{"type", "below"}, {"value", 2.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "confirmed");
   EXPECT_EQ(verdict({{"type", "below"}, {"value", 1.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
   EXPECT_EQ(
