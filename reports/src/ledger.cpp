@@ -402,7 +402,9 @@ struct VerdictCounts {
 
 const char* const kVerdictRules =
     "Verdicts never cross budgets. confirmed: our evidence at the paper's budget agrees with the claim by its "
-    "stated rule; not confirmed: inconclusive (e.g. the CI contains 0 where the paper claims an effect), or "
+    "stated rule; not confirmed: inconclusive (e.g. the paired difference is not significant where the paper claims an "
+    "effect: a difference is significant when its 95% bootstrap CI excludes 0 and the paired t-test gives p < "
+    "0.05), or "
     "two complete results at the paper's budget disagree (the paper's two readings of a protocol it states "
     "two ways, e.g. AdamW at 1e-3 in Table 1 and 1e-2 in §3.3, each decide); refuted: our evidence at the paper's "
     "budget "

@@ -966,7 +966,7 @@ void write_preamble(std::ostream& md, const json& t) {
      << "; wins = seeds where the arm beats the baseline.\n";
   if (t["analysis"] == "grok") {
     const auto epochs = t["epochs"].get<double>();
-    md << "- Grokking, per seed (§4.3, Table 4): memorized = the first evaluated epoch with training accuracy ≥ "
+    md << "- Grokking, per seed (§4.3, Table 4, §4.4): memorized = the first evaluated epoch with training accuracy ≥ "
        << "0.99; grokked = the first with held-out accuracy ≥ 0.95 (a single crossing); sustained = the first of 3 "
        << "consecutive evaluations ≥ 0.95; tail mean = the held-out accuracy averaged over the evaluations after "
        << "epoch " << std::llround(0.75 * epochs) << " (the last quarter of the " << std::llround(epochs)

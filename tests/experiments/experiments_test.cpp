@@ -178,6 +178,14 @@ TEST(Ledger, VerdictRules) {
   // A t-test that rejects does not make an interval that contains 0 significant.
   EXPECT_EQ(verdict(pos, with_p(table_with(-1, 3, 1, 1), 0.01)), "not confirmed");
   EXPECT_EQ(verdict(nul, with_p(table_with(-1, 3, 1, 1), 0.01)), "confirmed");
+  // The test is at the 5% level (p < 0.05 rejects, p = 0.05 does not), and a contrast is judged as an arm is.
+  EXPECT_EQ(verdict(pos, with_p(table_with(1, 3, 1, 1), 0.05)), "not confirmed");
+  auto contrast_verdict = [](const json& rule, const json& table) {
+    return build_ledger(claims_with(rule, {{"contrast", "b-vs-a"}, {"field", "vs_baseline.diff_mean"}}), {table},
+                        nullptr)["claims"][0]["verdict"];
+  };
+  EXPECT_EQ(contrast_verdict(pos, with_p(table_with(1, 3, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(contrast_verdict(pos, with_p(table_with(1, 3, 1, 1), 0.01)), "confirmed");
   EXPECT_EQ(verdict({{"type", "below"}, {"value", 2.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "confirmed");
   EXPECT_EQ(verdict({{"type", "below"}, {"value", 1.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
   EXPECT_EQ(
