@@ -10,7 +10,11 @@
 #ifdef STIEFEL_WITH_TORCH
 #include <stiefel/training/script_rule.h>
 #include <stiefel/training/trainer_rule.h>
+
+#include "rule_sandbox.h"
 #endif
+
+#include <stiefel/io/shell.h>
 
 #include "commands.h"
 
@@ -25,11 +29,15 @@ struct CertifyArgs {
   std::string checkpoint;
   std::string junit;
   std::string rule, rule_config;
+  double rule_timeout = 60;
   bool list = false;
 };
 
 void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
-  cmd->add_option("--out", args.out, "certificate path (written atomically)")->capture_default_str();
+  cmd->add_option("--out", args.out,
+                  "certificate path (written atomically; with --rule the default is NAME.cert.json, NAME the "
+                  "rule's claims' suffix)")
+      ->capture_default_str();
   cmd->add_option("--cases", args.run.cases, "random cases per randomised claim")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
@@ -57,6 +65,11 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
   cmd->add_option("--rule-config", args.rule_config,
                   "JSON object for --rule: name (claim id suffix), rule (the core rule it implements, default b2), "
                   "dtype (float64; float32 is refused: the claims are not yet sized to it)");
+  cmd->add_option("--rule-timeout", args.rule_timeout,
+                  "seconds one call of the --rule module's forward may take before the run is stopped (exit 2, "
+                  "the call named)")
+      ->check(kPositive)
+      ->capture_default_str();
   cmd->add_flag("--list", args.list, "list the registered claims and their controls, then exit");
   cmd->add_option("--swap-control", args.swap,
                   "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail); "
@@ -97,6 +110,44 @@ std::string command_line(const CLI::App& cmd) {
   return line;
 }
 
+// A case as one line: its named parameters, the fields a reader recognises first.
+std::string case_line(const nlohmann::json& c) {
+  std::string out;
+  for (const auto& [key, value] : c.items()) {
+    if (key == "seed" || key == "x" || (value.is_number() && value.get<double>() == 0)) continue;
+    out += (out.empty() ? "" : ", ") + key + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return out;
+}
+
+// Each claim that failed its expectation, in a few lines: what was observed, its shrunk
+// counterexample with the worst ratio, the controls that survived, and the command that replays it.
+void print_failures(const nlohmann::json& certificate, std::ostream& log) {
+  for (const auto& k : certificate.at("claims")) {
+    if (k.value("meets_expectation", true)) continue;
+    log << "\nFAILED " << k.value("id", "") << ": " << k.value("observed", "") << " (expected "
+        << k.value("expected", "") << ")\n";
+    if (const auto& ce = k.value("counterexample", nlohmann::json()); ce.is_object()) {
+      log << "  counterexample (shrunk in " << ce.value("shrink_steps", 0) << " steps): " << case_line(ce.at("case"))
+          << "\n";
+      for (const char* slot : {"float64", "mp50"})
+        if (ce.contains(slot) && ce[slot].is_object() &&
+            !(slot == std::string("mp50") && ce[slot] == ce.value("float64", nlohmann::json())))
+          log << "    " << slot << ": ratio " << ce[slot].value("ratio", nlohmann::json()).dump() << ", residual "
+              << ce[slot].value("residual", nlohmann::json()).dump() << " (tolerance "
+              << k.at("tolerance").value("value", nlohmann::json()).dump() << ")"
+              << (ce[slot].contains("detail") && !ce[slot]["detail"].empty() ? " " + ce[slot]["detail"].dump() : "")
+              << "\n";
+    }
+    if (k.contains("precision_behaviour") && k["precision_behaviour"].is_string())
+      log << "  " << k["precision_behaviour"].get<std::string>() << "; established: " << k.value("established", "")
+          << "\n";
+    for (const auto& ctl : k.value("controls", nlohmann::json::array()))
+      if (ctl.value("status", "") != "killed") log << "  control " << ctl.value("id", "") << ": survived\n";
+    log << "  replay: " << k.value("reproduce", "") << "\n";
+  }
+}
+
 // The certificate suite: every registered claim and its controls, written to --out.
 int run_suite(CertifyArgs& args, const CLI::App& cmd) {
   auto& run = args.run;
@@ -113,15 +164,125 @@ int run_suite(CertifyArgs& args, const CLI::App& cmd) {
       io::write_file_atomically(args.junit, certificates::junit_xml(result.certificate));
       std::cerr << "JUnit report written to " << args.junit << "\n";
     }
+    print_failures(result.certificate, std::cerr);
     std::cerr << result.passed << " passed, " << result.failed << " failed\n";
     return result.failed == 0 ? 0 : 1;
   } catch (const std::invalid_argument& e) {
     std::cerr << "stiefel certify: " << e.what() << "\n";
     return 2;
+  } catch (const certificates::RuleError& e) {  // the user's rule could not be run: no verdict
+    std::cerr << "stiefel certify: " << e.what() << "\n  nothing was written\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "stiefel certify: " << e.what() << "\n";
     return 1;
   }
+}
+
+// Whether two paths name the same file (the same inode where both exist, else the same normal form).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (std::filesystem::exists(a, ec) && std::filesystem::exists(b, ec)) return std::filesystem::equivalent(a, b, ec);
+  return std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec);
+}
+
+// `path` with ".replay" before its extension: where a reproduce command writes its certificate.
+std::string replay_path(const std::string& path) {
+  std::filesystem::path p = std::filesystem::absolute(path);
+  const std::string ext = p.has_extension() ? p.extension().string() : std::string(".json");
+  return p.replace_extension().string() + ".replay" + ext;
+}
+
+#ifdef STIEFEL_WITH_TORCH
+// `--rule FILE [--rule-config CONFIG]`: the module is loaded, probed and registered before the
+// registry is first read, and only its claims are selected unless --claims is given. Throws
+// std::invalid_argument for what the user must change.
+void register_user_rule(CertifyArgs& args, const CLI::App& cmd) {
+  training::ScriptRuleConfig config;
+  if (!args.rule_config.empty()) config = training::read_script_rule_config(args.rule_config);
+  const bool named_in_config = !config.name.empty();
+  auto impl = training::script_rule_implementation(args.rule, config);
+  const std::string name = impl.name;
+  if (cmd.count("--claims") == 0)
+    args.run.claims =
+        "^rule-(agrees-with-core(-at-paper-size)?|scale-free|equivariance|decay-annihilated|frozen-"
+        "stays)-" +
+        name + "$";
+  // Without --out the certificate is the rule's own, in the current folder: never the suite's.
+  if (cmd.count("--out") == 0) args.out = name + ".cert.json";
+  try {
+    certificates::add_rule_implementation(std::move(impl));
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(
+        "--rule " + args.rule + ": its claims' name '" + name + "' " +
+        (named_in_config ? "(\"name\" in --rule-config " + args.rule_config + ")" : "(the file's stem)") +
+        " is taken by a built-in implementation (core, trainer, trainer-f32, trainer-cuda, trainer-cuda-f32): "
+        "set another \"name\" in --rule-config");
+  }
+  // The reproduce command replays from any folder and writes beside the certificate, not over it.
+  std::string replay = " --rule " + io::shell_quote(std::filesystem::absolute(args.rule).string());
+  if (!args.rule_config.empty())
+    replay += " --rule-config " + io::shell_quote(std::filesystem::absolute(args.rule_config).string());
+  args.run.reproduce_options = replay + " --out " + io::shell_quote(replay_path(args.out));
+}
+#endif
+
+// The whole command once its options are parsed: the exit code.
+int certify(CertifyArgs& args, const CLI::App& cmd) {
+  if (!args.rule_config.empty() && args.rule.empty()) {
+    std::cerr << "stiefel certify: --rule-config needs --rule\n";
+    return 2;
+  }
+  if (!args.rule.empty()) {
+#ifdef STIEFEL_WITH_TORCH
+    try {
+      register_user_rule(args, cmd);
+    } catch (const std::exception& e) {
+      std::cerr << "stiefel certify: " << e.what() << "\n";
+      return 2;
+    }
+#else
+    std::cerr << "stiefel certify: --rule needs a build with LibTorch (STIEFEL_WITH_TORCH)\n";
+    return 2;
+#endif
+  }
+  if (args.list) {
+    list_claims();
+    return 0;
+  }
+  // --out is checked before any work: a folder, a symbolic link or an unwritable path is refused
+  // now, not after the whole suite has run; and neither it nor --junit may be one of the inputs.
+  for (const auto& [name, path] : {std::pair<std::string, std::string>{"--out", args.out}, {"--junit", args.junit}}) {
+    if (path.empty()) continue;
+    for (const auto& [input_name, input] :
+         {std::pair<std::string, std::string>{"--rule", args.rule}, {"--rule-config", args.rule_config}})
+      if (!input.empty() && same_file(path, input)) {
+        std::cerr << "stiefel certify: " << name << " " << path << " is the " << input_name
+                  << " file: the certificate would overwrite it\n";
+        return 2;
+      }
+    try {
+      io::check_output_path(path);
+      // The folder is made now, so that a path no file can be written to fails before the suite
+      // runs, not after the certificate has been written and the report could not be.
+      const auto folder = std::filesystem::path(path).parent_path();
+      std::error_code ec;
+      if (!folder.empty() && !std::filesystem::create_directories(folder, ec) && ec)
+        throw std::runtime_error(path + ": cannot create its folder " + folder.string() + " (" + ec.message() + ")");
+    } catch (const std::exception& e) {
+      std::cerr << "stiefel certify: " << name << " " << e.what() << "\n";
+      return 2;
+    }
+  }
+  if (!args.junit.empty() && !args.checkpoint.empty()) {
+    std::cerr << "stiefel certify: --junit reports the claim suite; it does not apply to --checkpoint\n";
+    return 2;
+  }
+  if (!args.junit.empty() && same_file(args.junit, args.out)) {
+    std::cerr << "stiefel certify: --junit and --out name the same file (" << args.out << ")\n";
+    return 2;
+  }
+  return args.checkpoint.empty() ? run_suite(args, cmd) : certify_checkpoint_file(args);
 }
 
 }  // namespace
@@ -156,68 +317,15 @@ void add_certify_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CertifyArgs>();
   add_certify_options(cmd, *args);
   cmd->callback([args, cmd, &exit_code] {
-    // A user's rule is registered before the registry is first read; a module that cannot be
-    // loaded or does not take a step is refused before any work.
-    if (!args->rule_config.empty() && args->rule.empty()) {
-      std::cerr << "stiefel certify: --rule-config needs --rule\n";
-      exit_code = 2;
-      return;
-    }
-    if (!args->rule.empty()) {
 #ifdef STIEFEL_WITH_TORCH
-      try {
-        training::ScriptRuleConfig config;
-        if (!args->rule_config.empty()) config = training::read_script_rule_config(args->rule_config);
-        auto impl = training::script_rule_implementation(args->rule, config);
-        if (cmd->count("--claims") == 0)
-          args->run.claims =
-              "^rule-(agrees-with-core|scale-free|equivariance|decay-annihilated|frozen-stays)-" + impl.name + "$";
-        args->run.reproduce_options = " --rule '" + args->rule + "'";
-        if (!args->rule_config.empty()) args->run.reproduce_options += " --rule-config '" + args->rule_config + "'";
-        certificates::add_rule_implementation(std::move(impl));
-      } catch (const std::exception& e) {
-        std::cerr << "stiefel certify: " << e.what() << "\n";
-        exit_code = 2;
-        return;
-      }
-#else
-      std::cerr << "stiefel certify: --rule needs a build with LibTorch (STIEFEL_WITH_TORCH)\n";
-      exit_code = 2;
+    // A user's rule runs in a child process, so that a forward that never returns or that crashes
+    // the process ends in a message naming the call (rule_sandbox.h).
+    if (!args->rule.empty()) {
+      exit_code = run_in_rule_sandbox("--rule " + args->rule, args->rule_timeout, [&] { return certify(*args, *cmd); });
       return;
+    }
 #endif
-    }
-    if (args->list) return list_claims();
-    // --out is checked before any work: a folder, a symbolic link or an unwritable path is refused
-    // now, not after the whole suite has run.
-    for (const auto& [name, path] :
-         {std::pair<std::string, std::string>{"--out", args->out}, {"--junit", args->junit}}) {
-      if (path.empty()) continue;
-      try {
-        io::check_output_path(path);
-        // The folder is made now, so that a path no file can be written to fails before the suite
-        // runs, not after the certificate has been written and the report could not be.
-        const auto folder = std::filesystem::path(path).parent_path();
-        std::error_code ec;
-        if (!folder.empty() && !std::filesystem::create_directories(folder, ec) && ec)
-          throw std::runtime_error(path + ": cannot create its folder " + folder.string() + " (" + ec.message() + ")");
-      } catch (const std::exception& e) {
-        std::cerr << "stiefel certify: " << name << " " << e.what() << "\n";
-        exit_code = 2;
-        return;
-      }
-    }
-    if (!args->junit.empty() && !args->checkpoint.empty()) {
-      std::cerr << "stiefel certify: --junit reports the claim suite; it does not apply to --checkpoint\n";
-      exit_code = 2;
-      return;
-    }
-    if (!args->junit.empty() &&
-        std::filesystem::weakly_canonical(args->junit) == std::filesystem::weakly_canonical(args->out)) {
-      std::cerr << "stiefel certify: --junit and --out name the same file (" << args->out << ")\n";
-      exit_code = 2;
-      return;
-    }
-    exit_code = args->checkpoint.empty() ? run_suite(*args, *cmd) : certify_checkpoint_file(*args);
+    exit_code = certify(*args, *cmd);
   });
 }
 

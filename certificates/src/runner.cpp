@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <stiefel/certificates/claim.h>
 #include <stiefel/certificates/update_rule.h>
+#include <stiefel/io/shell.h>
 #include <stiefel/multiprecision.h>
 #include <stiefel/scalar.h>
 #include <thread>
@@ -58,10 +59,15 @@ nlohmann::json result_json(const CheckResult& r) {
           {"detail", r.detail}};
 }
 
-// Runs a check, turning an exception into a failing result that says what was thrown.
+thread_local std::string current_claim;
+
+// Runs a check, turning an exception into a failing result that says what was thrown; a rule under
+// test that cannot be run (RuleError) is no result at all, and stops the certificate.
 CheckResult guarded(const CheckFn& fn, const Case& c) {
   try {
     return fn(c);
+  } catch (const RuleError&) {
+    throw;
   } catch (const std::exception& e) {
     CheckResult r;
     r.ratio = std::numeric_limits<double>::infinity();
@@ -260,7 +266,17 @@ Verdict judge(const ClaimSetting& s, const std::vector<CaseRecord>& cases, const
   CheckResult r64, rmp;
   if (s.use_double) v.counterexample["float64"] = result_json(r64 = guarded(s.active->float64, minimal));
   if (s.use_mp50) v.counterexample["mp50"] = result_json(rmp = guarded(s.active->mp50, minimal));
-  if (s.use_double && s.use_mp50) {
+  if (s.claim.own_dtype_only) {
+    // The implementation's own arithmetic is all there is: the violation is measured against the
+    // condition-aware rounding bound, and says by how much.
+    const CheckResult& r = s.use_double ? r64 : rmp;
+    v.observed = "refuted";
+    std::ostringstream os;
+    os << std::setprecision(4) << "violation in the implementation's own arithmetic (its dtype only: no 50-digit "
+       << "cross-check): residual " << r.residual << ", " << r.ratio << " times the rounding bound (tolerance "
+       << s.claim.tolerance << ")";
+    v.behaviour = os.str();
+  } else if (s.use_double && s.use_mp50) {
     // A false claim's violation does not shrink with precision; a rounding artefact does.
     // (A NaN residual, frames that are not finite, persists whatever the precision.)
     const bool persists = !passes(rmp, s.claim.tolerance) &&
@@ -371,6 +387,10 @@ nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, 
 // Runs one claim: its cases, its verdict, its controls, its figures.
 ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base_seed) {
   const auto start = std::chrono::steady_clock::now();
+  current_claim = claim.id;
+  struct Clear {
+    ~Clear() { current_claim.clear(); }
+  } clear;
   const ClaimSetting s = claim_setting(claim, opt);
   const int n = !claim.randomised ? 1 : claim.max_cases > 0 ? std::min(opt.cases, claim.max_cases) : opt.cases;
   const auto cases = draw_cases(claim, mix(base_seed ^ fnv1a(claim.id)), n);
@@ -493,14 +513,25 @@ std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, cons
   // The id column is as wide as the longest selected id, so that no id runs into the verdict.
   std::size_t id_width = 0;
   for (const auto* c : selected) id_width = std::max(id_width, c->id.size());
+  // The first RuleError raised on any worker: the others start no further claim, and it is
+  // rethrown once all have joined.
+  std::exception_ptr rule_error;
+  std::atomic<bool> stop{false};
   auto worker = [&] {
     // MPFR keeps its constant caches per thread; a worker frees its own before it ends.
     struct FreeMpfrCache {
       ~FreeMpfrCache() { mpfr_free_cache2(MPFR_FREE_LOCAL_CACHE); }
     } free_cache;
-    for (std::size_t k; (k = next++) < selected.size();) {
+    for (std::size_t k; !stop && (k = next++) < selected.size();) {
       const std::size_t i = order[k];
-      runs[i] = run_claim(*selected[i], opt, opt.seed);
+      try {
+        runs[i] = run_claim(*selected[i], opt, opt.seed);
+      } catch (const RuleError&) {
+        std::lock_guard<std::mutex> lock(log_mutex);
+        if (!rule_error) rule_error = std::current_exception();
+        stop = true;
+        return;
+      }
       std::lock_guard<std::mutex> lock(log_mutex);
       const auto& e = runs[i].entry;
       log << std::left << std::setw(int(id_width + 2)) << selected[i]->id << std::setw(10)
@@ -516,6 +547,7 @@ std::vector<ClaimRun> run_claims(const std::vector<const Claim*>& selected, cons
   std::vector<std::thread> pool;
   for (unsigned j = 0; j < std::min<std::size_t>(jobs, selected.size()); ++j) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
+  if (rule_error) std::rethrow_exception(rule_error);
   return runs;
 }
 
@@ -545,6 +577,8 @@ nlohmann::json summary_json(const std::vector<ClaimRun>& runs, RunResult& result
 
 }  // namespace
 
+const std::string& claim_in_progress() { return current_claim; }
+
 RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   const std::vector<const Claim*> selected = select_claims(opt);
   const auto start = std::chrono::steady_clock::now();
@@ -561,12 +595,21 @@ RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
                                : opt.precision == Precision::kMp50 ? "mp50"
                                                                    : "both";
   std::string reproduce = "stiefel certify --seed " + std::to_string(opt.seed) + " --cases " +
-                          std::to_string(opt.cases) + " --claims '" + opt.claims + "' --precision " + precision_name;
+                          std::to_string(opt.cases) + " --claims " + io::shell_quote(opt.claims) + " --precision " +
+                          precision_name;
   if (opt.group != "default") reproduce += " --group " + opt.group;
   for (const auto& pair : opt.swap_controls) reproduce += " --swap-control " + pair;
   reproduce += opt.reproduce_options;
+  // An implementation not run here is named where the selection would have run its claims (an
+  // absent claim is never read as a passed one), and only there: `--rule` alone selects none of them.
   nlohmann::json not_run = nlohmann::json::array();
+  const std::regex pattern(opt.claims, std::regex::ECMAScript);
   for (const auto& skipped : skipped_implementations()) {
+    bool selected = false;
+    for (const char* claim : {"rule-agrees-with-core-", "rule-agrees-with-core-at-paper-size-", "rule-scale-free-",
+                              "rule-equivariance-", "rule-decay-annihilated-", "rule-frozen-stays-"})
+      selected = selected || std::regex_search(claim + skipped.name, pattern);
+    if (!selected) continue;
     not_run.push_back({{"name", skipped.name}, {"reason", skipped.reason}});
     log << "not run: the update claims' implementation '" << skipped.name << "': " << skipped.reason << "\n";
   }

@@ -40,16 +40,6 @@ std::string compress_indices(const std::vector<std::size_t>& k) {
   return s;
 }
 
-std::string shell_quote(const std::string& arg) {
-  if (!arg.empty() &&
-      arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=/.,:@%") ==
-          std::string::npos)
-    return arg;
-  std::string q = "'";
-  for (const char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 namespace {
 
 std::string join_quoted(const std::vector<std::string>& args) {

@@ -60,11 +60,12 @@ c = json.load(open(sys.argv[1]))
 k = next(k for k in c["claims"] if k["id"] == "rule-equivariance-elementwise-adam")
 ce = k["counterexample"]
 assert ce and ce["float64"]["ratio"] > 1e6, ce
-assert "--rule '" in k["reproduce"] and "--rule-config '" in k["reproduce"], k["reproduce"]
+assert " --rule /" in k["reproduce"] and " --rule-config /" in k["reproduce"], k["reproduce"]
+assert k["reproduce"].endswith(" --out " + sys.argv[1][:-len(".json")] + ".replay.json"), k["reproduce"]
 PY
 # The recorded command replays the refutation.
 cmd=$("$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(next(k["reproduce"] for k in c["claims"] if k["id"] == "rule-equivariance-elementwise-adam"))' "$work/elementwise_adam.cert.json")
-eval "\"$stiefel\" certify ${cmd#stiefel certify } --jobs 2 --out \"$work/replay.json\"" > "$work/replay.log" 2>&1
+eval "\"$stiefel\" certify ${cmd#stiefel certify } --jobs 2" > "$work/replay.log" 2>&1
 grep -q "rule-equivariance-elementwise-adam .*refuted" "$work/replay.log" || { cat "$work/replay.log"; fail "the reproduce command does not replay"; }
 
 # A rule whose frames are not finite where eps = 0 (the load-time probe uses eps 1e-8) is refuted,
@@ -103,7 +104,7 @@ expect "c2.json: not JSON" --rule "$work/rules/b2.pt" --rule-config "$work/c2.js
 echo '{"nmae": "x"}' > "$work/c3.json"
 expect "unknown key 'nmae'" --rule "$work/rules/b2.pt" --rule-config "$work/c3.json"
 echo '{"name": "trainer"}' > "$work/c4.json"
-expect "name 'trainer' is taken" --rule "$work/rules/b2.pt" --rule-config "$work/c4.json"
+expect "name 'trainer' (\"name\" in --rule-config $work/c4.json) is taken" --rule "$work/rules/b2.pt" --rule-config "$work/c4.json"
 echo '{"dtype": "float16"}' > "$work/c5.json"
 expect "dtype 'float16'" --rule "$work/rules/b2.pt" --rule-config "$work/c5.json"
 echo '{"dtype": "float32"}' > "$work/c6.json"

@@ -1,11 +1,16 @@
 #include <stiefel/training/script_rule.h>
 
 #include <torch/script.h>
+#include <torch/version.h>
 
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <tuple>
+#include <stiefel/certificates/runner.h>
 #include <stiefel/training/compute.h>
 #include <stiefel/training/trainer_rule.h>
 
@@ -24,7 +29,52 @@ c10::Dict<std::string, double> settings_dict(const RuleSettings& s) {
   return d;
 }
 
-// One call of the module's forward; what it returns is checked against what was passed in.
+std::atomic<ForwardWatch*> forward_watch{nullptr};
+
+// What a call is, for the messages that name it: where it runs (a claim, or the probe at load), the
+// step of its run, the frames' shape and the settings.
+std::string call_text(int step, const torch::Tensor& w, const c10::Dict<std::string, double>& settings) {
+  const std::string& claim = certificates::claim_in_progress();
+  std::string text = (claim.empty() ? std::string("the load-time probe") : "claim " + claim) + ", step " +
+                     std::to_string(step) + " of its run, w " + c10::str(w.sizes()) + ", settings {";
+  bool first = true;
+  for (const auto& kv : settings) {
+    text += (first ? "" : ", ") + kv.key() + ": " + c10::str(kv.value());
+    first = false;
+  }
+  return text + "}";
+}
+
+// Announces a call to the watch, if any, for as long as it runs.
+class Announced {
+ public:
+  explicit Announced(const std::string& what) : watch_(forward_watch.load()) {
+    if (!watch_) return;
+    thread_local const int slot = watch_->threads++ % ForwardWatch::kSlots;
+    slot_ = &watch_->slots[slot];
+    const std::size_t n = std::min(what.size(), sizeof slot_->what - 1);
+    std::memcpy(slot_->what, what.data(), n);
+    slot_->what[n] = '\0';
+    ++watch_->calls;
+    slot_->started_ns.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count(),
+        std::memory_order_release);
+  }
+  ~Announced() {
+    if (slot_) slot_->started_ns.store(0, std::memory_order_release);
+  }
+  Announced(const Announced&) = delete;
+  Announced& operator=(const Announced&) = delete;
+
+ private:
+  ForwardWatch* watch_;
+  ForwardWatch::Slot* slot_ = nullptr;
+};
+
+// One call of the module's forward; what it returns is checked against what was passed in. A call
+// that fails throws certificates::RuleError naming the file and the call (the probe at load turns
+// it into std::invalid_argument).
 struct Stepper {
   torch::jit::Module module;
   std::string file;
@@ -32,30 +82,32 @@ struct Stepper {
 
   std::pair<torch::Tensor, c10::List<torch::Tensor>> call(const torch::Tensor& w, const torch::Tensor& g,
                                                           const c10::List<torch::Tensor>& state,
-                                                          const c10::Dict<std::string, double>& settings) {
+                                                          const c10::Dict<std::string, double>& settings, int step) {
+    const std::string what = call_text(step, w, settings);
+    const auto fail = [&](const std::string& why) {
+      return certificates::RuleError(file + ": " + why + " (" + what + ")");
+    };
     c10::IValue out;
     try {
+      const Announced announced(what);
       out = module.forward({w, g, state, settings});
     } catch (const c10::Error& e) {
-      throw std::invalid_argument(
-          file + ": forward(w, g, state, settings) failed: " + std::string(e.what_without_backtrace()).substr(0, 600));
+      throw fail("forward(w, g, state, settings) failed: " + rule_error_text(e.what_without_backtrace()));
     } catch (const std::exception& e) {  // a `raise` in the script (torch::jit::JITException)
-      throw std::invalid_argument(file +
-                                  ": forward(w, g, state, settings) raised: " + std::string(e.what()).substr(0, 600));
+      throw fail("forward(w, g, state, settings) raised: " + rule_error_text(e.what()));
     }
     if (!out.isTuple() || out.toTupleRef().elements().size() != 2)
-      throw std::invalid_argument(file + ": forward must return a tuple (frames, state)");
+      throw fail("forward must return a tuple (frames, state)");
     const auto& elems = out.toTupleRef().elements();
-    if (!elems[0].isTensor()) throw std::invalid_argument(file + ": forward's first result is not a tensor");
-    if (!elems[1].isTensorList()) throw std::invalid_argument(file + ": forward's second result is not a List[Tensor]");
+    if (!elems[0].isTensor()) throw fail("forward's first result is not a tensor");
+    if (!elems[1].isTensorList()) throw fail("forward's second result is not a List[Tensor]");
     torch::Tensor next = elems[0].toTensor();
     if (next.sizes() != w.sizes())
-      throw std::invalid_argument(file + ": forward returned frames of shape " + c10::str(next.sizes()) +
-                                  " for frames of shape " + c10::str(w.sizes()));
+      throw fail("forward returned frames of shape " + c10::str(next.sizes()) + " for frames of shape " +
+                 c10::str(w.sizes()));
     if (next.scalar_type() != dtype)
-      throw std::invalid_argument(file + ": forward returned frames of dtype " +
-                                  std::string(c10::toString(next.scalar_type())) + ", configured " +
-                                  std::string(c10::toString(dtype)));
+      throw fail("forward returned frames of dtype " + std::string(c10::toString(next.scalar_type())) +
+                 ", configured " + std::string(c10::toString(dtype)));
     return {next, elems[1].toTensorList()};
   }
 };
@@ -76,11 +128,12 @@ class ScriptRule final : public certificates::UpdateRule {
   void start(const Frames<double>&, const RuleSettings& s) override {
     settings_ = settings_dict(s);
     state_ = c10::List<torch::Tensor>();
+    steps_ = 0;
   }
 
   Frames<double> step(const Frames<double>& w, const Frames<double>& g) override {
-    auto [next, state] =
-        stepper_->call(frames_to_tensor(w, stepper_->dtype), frames_to_tensor(g, stepper_->dtype), state_, settings_);
+    auto [next, state] = stepper_->call(frames_to_tensor(w, stepper_->dtype), frames_to_tensor(g, stepper_->dtype),
+                                        state_, settings_, ++steps_);
     state_ = std::move(state);
     return tensor_to_frames(next);
   }
@@ -91,6 +144,7 @@ class ScriptRule final : public certificates::UpdateRule {
   std::shared_ptr<Stepper> stepper_;
   c10::Dict<std::string, double> settings_;
   c10::List<torch::Tensor> state_;
+  int steps_ = 0;
 };
 
 // The file's stem as a claim-id suffix: lower case, every other character a '-', none leading or
@@ -114,11 +168,46 @@ const std::vector<std::string>& certifiable_rules() {
   return rules;
 }
 
+// What `path` is, where it is not a regular file: "no such file", "a folder", "a FIFO", ...
+std::string not_a_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  switch (st.type()) {
+    case std::filesystem::file_type::not_found:
+      return "no such file";
+    case std::filesystem::file_type::directory:
+      return "is a folder, not a file";
+    case std::filesystem::file_type::fifo:
+      return "is a FIFO (named pipe), not a file";
+    case std::filesystem::file_type::socket:
+      return "is a socket, not a file";
+    case std::filesystem::file_type::block:
+    case std::filesystem::file_type::character:
+      return "is a device, not a file";
+    default:
+      return ec ? "cannot be read (" + ec.message() + ")" : "is not a regular file";
+  }
+}
+
 }  // namespace
+
+void watch_forward_calls(ForwardWatch* watch) { forward_watch = watch; }
+
+std::string rule_error_text(const std::string& what) {
+  std::string text = what;
+  // LibTorch's C++ backtrace follows its message: not the user's concern.
+  if (const auto at = text.find("\nException raised from "); at != std::string::npos) text.resize(at);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  constexpr std::size_t kHead = 600, kTail = 2400;
+  if (text.size() > kHead + kTail + 100)
+    text = text.substr(0, kHead) + "\n  [... " + std::to_string(text.size() - kHead - kTail) + " characters ...]\n" +
+           text.substr(text.size() - kTail);
+  return text;
+}
 
 ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
   const std::string where = "--rule-config " + file.string();
-  if (!std::filesystem::is_regular_file(file)) throw std::invalid_argument(where + ": not a file");
+  if (!std::filesystem::is_regular_file(file)) throw std::invalid_argument(where + ": " + not_a_file(file));
   std::ifstream in(file);
   if (!in) throw std::invalid_argument(where + ": cannot be read");
   nlohmann::json j;
@@ -170,18 +259,24 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
   auto stepper = std::make_shared<Stepper>();
   stepper->file = where;
   stepper->dtype = config.dtype == "float32" ? torch::kFloat32 : torch::kFloat64;
-  if (!std::filesystem::is_regular_file(file)) throw std::invalid_argument(where + ": no such file");
+  if (!std::filesystem::is_regular_file(file)) throw std::invalid_argument(where + ": " + not_a_file(file));
   try {
     stepper->module = torch::jit::load(file.string(), torch::kCPU);
   } catch (const c10::Error& e) {
     throw std::invalid_argument(where + ": not a TorchScript archive (torch.jit.save of a scripted module): " +
-                                std::string(e.what_without_backtrace()).substr(0, 300));
+                                rule_error_text(e.what_without_backtrace()));
+  } catch (const std::exception& e) {  // the archive's code does not compile here (torch::jit::ErrorReport)
+    throw std::invalid_argument(
+        where + ": its TorchScript code does not compile with this LibTorch (" + std::string(TORCH_VERSION) +
+        "; save the rule with the same PyTorch, Debian's python3-torch): " + rule_error_text(e.what()));
   }
   stepper->module.eval();
   if (!stepper->module.find_method("forward"))
     throw std::invalid_argument(where + ": the module has no forward method");
-  // A probe: two steps on three frames of St(5, 2) with the rule's settings at rate 0.1.
+  // A probe: two steps on three frames of St(5, 2) with the rule's settings at rate 0.1, on a clone
+  // (what the module keeps in its attributes is left as loaded for the claims' clones).
   {
+    Stepper probe = clone(*stepper);
     torch::NoGradGuard guard;
     auto gen = at::detail::createCPUGenerator(20260916);
     const auto q =
@@ -191,7 +286,13 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
     torch::Tensor w = q;
     for (int t = 0; t < 2; ++t) {
       const auto g = torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)).to(stepper->dtype);
-      auto [next, s] = stepper->call(w, g, state, settings);
+      torch::Tensor next;
+      c10::List<torch::Tensor> s;
+      try {
+        std::tie(next, s) = probe.call(w, g, state, settings, t + 1);
+      } catch (const certificates::RuleError& e) {
+        throw std::invalid_argument(e.what());
+      }
       if (!torch::isfinite(next).all().item<bool>())
         throw std::invalid_argument(where + ": forward returned frames that are not finite on a probe step");
       w = next;

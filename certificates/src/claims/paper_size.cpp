@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <stiefel/certificates/update_rule.h>
 
 namespace stiefel::certificates {
 namespace {
@@ -53,6 +54,8 @@ CheckFn over_cases(CheckFn inner, std::vector<Case> cases, bool control) {
       CheckResult r;
       try {
         r = inner(k);
+      } catch (const RuleError&) {
+        throw;  // a rule that cannot be run is no result (runner.cpp)
       } catch (const std::exception& e) {
         r.ratio = std::numeric_limits<double>::infinity();
         r.residual = std::numeric_limits<double>::quiet_NaN();

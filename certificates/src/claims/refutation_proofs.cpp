@@ -1,6 +1,7 @@
 #include "refutation_proofs.h"
 
 #include <stdexcept>
+#include <stiefel/certificates/update_rule.h>
 
 #include "../interval.h"
 #include "attention_case.h"
@@ -159,6 +160,8 @@ template <class Fn>
 Proof guarded_proof(const std::string& quantity, Fn&& fn) {
   try {
     return fn();
+  } catch (const RuleError&) {
+    throw;
   } catch (const std::exception& e) {
     Proof p;
     p.quantity = quantity + " (not decided: " + e.what() + ")";

@@ -327,6 +327,9 @@ Claim agrees_with_core(const RuleImplementation& impl) {
                        "The implementation's rule is core/'s: over a gradient sequence its frames equal core/'s "
                        "(riemannian_adam_step / riemannian_sgd_step, the rules every other update claim "
                        "certifies) at every step, for every frame rule of the arm registry.");
+  // The implementation runs in its dtype only; its 50-digit slot compares those frames with core/ in 50
+  // digits, a reference and not a rerun, so a refutation is stated against the rounding bound.
+  c.own_dtype_only = impl.name != "core";
   c.generator =
       "one rule of the nine per case (B2, B2-mean, B2 per-column, B2 Grassmann, B2m, B2m-can, PA16, fixed-step "
       "Stiefel, frozen) and B2 beside it, d in [2,10], r in [1,d], H in [1,3], T in [1,30] steps of the sequence "
@@ -410,6 +413,7 @@ Claim scale_free_claim(const RuleImplementation& impl) {
                        "With eps = 0 every adaptive rule is scale-free: gradients scaled by c > 0 give the same "
                        "frames at every step. With eps > 0, gradients scaled by c with eps scaled by c give the "
                        "same frames (the step from cG at eps is the step from G at eps / c).");
+  c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "every adaptive rule; d in [2,10], r in [1,d], H in [1,3], T in [1,30], the sequence claims' gradients, "
       "rate 10^[-3,-2] (below the cap: a cap that binds in both runs would hide the control), eps = 0 in one "
@@ -495,6 +499,7 @@ Claim equivariance_claim(const RuleImplementation& impl) {
                        "Every rule whose second moment is constant down each column (scalar, mean, per column; "
                        "the fixed-step rules) is O(d)-equivariant: from Q^T W with gradients Q^T G it returns "
                        "Q^T times its frames.");
+  c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "B2, B2-mean, B2 per-column, B2 Grassmann, PA16, fixed-step Stiefel; d in [3,10] (O(1) and O(2)'s "
       "degenerate cases left to prop7-converse), r in [1,d], H in [1,3], T in [1,30], rate 10^[-2,0], "
@@ -563,6 +568,7 @@ Claim decay_claim(const RuleImplementation& impl) {
   Claim c = base_claim(impl, "rule-decay-annihilated", "Prop. 8, §4.3, §5.3", "invariance",
                        "Coupled weight decay, lambda W added to the gradient, changes no frame rule's step: the "
                        "frames are the same at every step.");
+  c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "every rule that moves, except the elementwise B2m and B2m-can (their quotient amplifies the rounding of the "
       "cancelled lambda W by up to ||G|| / eps); d in [3,10], r in [2,d] (at d = r = 2 the tangent space is a line, "
@@ -620,6 +626,7 @@ Claim frozen_claim(const RuleImplementation& impl) {
   Claim c = base_claim(impl, "rule-frozen-stays", "Table 6 (frozen arm), §2", "identity",
                        "At rate 0 (the frozen arm, and B2 with eta_R = 0) the frames stay where they start: the "
                        "polar retraction of an orthonormal frame returns it.");
+  c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator = "d in [2,10], r in [1,d], H in [1,3], T in [1,30] steps of the sequence claims' gradients; 40 cases";
   c.residual = "max |W_t - W_0| over steps and entries; factor d*r*T (with a coarser u_io: + (1 + 4T) u_io/u)";
   c.analysis = "polar(W) = W for W on St(d,r); the step is 0.";
@@ -761,6 +768,7 @@ Claim paper_size_claim(const RuleImplementation& impl) {
                        "eta_R = 1 (the cap binds), the image task's warm-up and cosine schedule and the grokking "
                        "task's constant rate, its frames equal core/'s at every step, and they stay on St(d, r) "
                        "without growth of the isometry error.");
+  c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "two deterministic runs of B2 (the implementation's rule where it has one): the image task (d = 128, r = 16, "
       "H = 8, eta_R = 1, warm-up over the first eighth then cosine to zero, eps 1e-8, 1 600 steps: 40 epochs of "

@@ -104,6 +104,11 @@ struct Claim {
   RefutationProof proof;  // set for every claim expected to be refuted
   // What the checks run: core/'s templates, or an implementation registered through UpdateRule.
   std::string implementation = "core/ (Eigen), float64 and 50 digits";
+  // The implementation under test runs in its own dtype only (a TorchScript rule, the trainer): no
+  // higher-precision run of it exists (its 50-digit slot repeats the run, or compares it with core/
+  // in 50 digits), so a refutation states its margin over the rounding bound, never that the
+  // violation "persists at 50 digits".
+  bool own_dtype_only = false;
   // The group a run selects it by (RunOptions::group): "default", or "paper-size" (the claims run at
   // the paper's sizes, d = 128: the sequence claims' deterministic cases, the float32 isometry bound
   // over whole runs, every implementation's update over whole runs; timed on their own).

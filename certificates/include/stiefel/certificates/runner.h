@@ -37,8 +37,13 @@ struct RunResult {
   int failed = 0;
 };
 
+// The id of the claim this thread is running, empty outside one: what an implementation under test
+// names when it fails (RuleError) or is watched (the --rule sandbox's "which call").
+const std::string& claim_in_progress();
+
 // Throws std::invalid_argument for a bad regex, a regex matching no claim, or an unknown
-// --swap-control target. `log` receives the readable table (the caller prints the closing
+// --swap-control target, and rethrows the first RuleError a claim's implementation raised (the
+// remaining claims are not started). `log` receives the readable table (the caller prints the closing
 // "N passed, N failed" line once the certificate is written).
 RunResult run_certificate(const RunOptions& options, std::ostream& log);
 

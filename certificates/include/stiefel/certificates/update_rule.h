@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <stiefel/certificates/claim.h>
 #include <stiefel/riemannian_adam.h>
 #include <stiefel/scalar.h>
@@ -24,6 +25,14 @@ struct RuleSettings {
   SecondMoment moment = SecondMoment::kPerFrame;
   TangentMap map = TangentMap::kStiefel;
   bool adaptive = true;
+};
+
+// A rule under test that cannot be run (it raised, or returned something that is not frames): the
+// user's error, not a refutation. It stops the whole certificate (run_certificate rethrows it), and
+// the program exits 2 with its message; no claim is judged on it.
+class RuleError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class UpdateRule {

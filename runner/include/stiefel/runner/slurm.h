@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <stiefel/io/shell.h>
 #include <vector>
 
 #include "grid.h"
@@ -69,7 +70,6 @@ Submission submit_slurm(const Grid& grid, const SlurmPlan& plan, const SlurmOpti
 // "0-3,7,9-11": sorted indices with runs of consecutive ones as ranges.
 std::string compress_indices(const std::vector<std::size_t>& sorted);
 
-// ARG quoted for a POSIX shell (single quotes; ' as '\'').
-std::string shell_quote(const std::string& arg);
+using io::shell_quote;
 
 }  // namespace stiefel::runner

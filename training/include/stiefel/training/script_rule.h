@@ -11,6 +11,8 @@
 // list, not in the module's attributes: each run steps its own clone of the module.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -30,12 +32,36 @@ struct ScriptRuleConfig {
   std::string name, rule = "b2", dtype = "float64";
 };
 
+// The module's forward calls as a supervisor in another process sees them (`certify --rule` runs
+// the claims in a child process, stops one whose forward does not return, and names the call a
+// crash happened in). The struct lives in memory shared with the supervisor: each thread that calls
+// forward owns a slot, which holds the call's start (steady clock, ns; 0 while no call runs) and
+// what the call was: the claim, the step of the run, the shapes and settings.
+struct ForwardWatch {
+  static constexpr int kSlots = 64;
+  struct Slot {
+    std::atomic<std::int64_t> started_ns{0};
+    char what[480] = {};
+  };
+  Slot slots[kSlots];
+  std::atomic<int> threads{0};
+  std::atomic<std::uint64_t> calls{0};
+};
+// Every forward call of every loaded module is announced to `watch` (null: to none).
+void watch_forward_calls(ForwardWatch* watch);
+
+// The message of an error a module's forward raised, as the user sees it: LibTorch's C++ backtrace
+// dropped, and, where it is long, its head and its tail kept (a TorchScript error states its cause
+// last, after the script's traceback: "KeyError: weight_decay").
+std::string rule_error_text(const std::string& what);
+
 // Reads --rule-config (a JSON file); throws std::invalid_argument naming the file and the key.
 ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file);
 
-// Loads FILE (a TorchScript archive) and runs one probe step on a small case to check its
-// signature, the shape and dtype of what it returns, and that it returns finite frames; throws
-// std::invalid_argument naming the file and what is wrong.
+// Loads FILE (a TorchScript archive) and runs two probe steps, on a clone of the module, on a small
+// case to check its signature, the shape and dtype of what it returns, and that it returns finite
+// frames; throws std::invalid_argument naming the file and what is wrong. A call that fails later,
+// inside a claim, throws certificates::RuleError naming the file, the claim and the call.
 certificates::RuleImplementation script_rule_implementation(const std::filesystem::path& file, ScriptRuleConfig config);
 
 }  // namespace stiefel::training
