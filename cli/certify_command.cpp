@@ -205,8 +205,8 @@ void register_user_rule(CertifyArgs& args, const CLI::App& cmd) {
   const std::string name = impl.name;
   if (cmd.count("--claims") == 0)
     args.run.claims =
-        "^rule-(agrees-with-core(-at-paper-size)?|scale-free|equivariance|decay-annihilated|frozen-"
-        "stays)-" +
+        "^rule-(agrees-with-core(-at-paper-size)?|scale-free|equivariance|decay-annihilated|frozen-stays|on-"
+        "manifold|projection|retraction)-" +
         name + "$";
   // Without --out the certificate is the rule's own, in the current folder: never the suite's.
   if (cmd.count("--out") == 0) args.out = name + ".cert.json";

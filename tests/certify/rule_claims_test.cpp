@@ -34,7 +34,8 @@ const bool registered = [] {
                            .unit_roundoff = 0x1p-53,
                            .io_roundoff = 0x1p-53,
                            .make = [] { return std::make_unique<ElementwiseAlways>(); },
-                           .only_rule = {}});
+                           .only_rule = {},
+                           .declaration = {}});
   return true;
 }();
 

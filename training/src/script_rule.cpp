@@ -4,6 +4,7 @@
 #include <torch/version.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -19,13 +20,17 @@ namespace {
 
 using certificates::RuleSettings;
 
-c10::Dict<std::string, double> settings_dict(const RuleSettings& s) {
+// forward's settings: the claim's (lr, eps, the betas, the cap and weight decay where the rule takes
+// them) and the numbers the rule's config passes through.
+c10::Dict<std::string, double> settings_dict(const RuleSettings& s, const std::map<std::string, double>& extra = {}) {
   c10::Dict<std::string, double> d;
-  d.insert("lr", s.lr);
-  d.insert("beta1", s.beta1);
-  d.insert("beta2", s.beta2);
-  d.insert("eps", s.eps);
-  if (s.cap_tau) d.insert("cap_tau", *s.cap_tau);
+  for (const auto& [key, value] : extra) d.insert(key, value);
+  d.insert_or_assign("lr", s.lr);
+  d.insert_or_assign("beta1", s.beta1);
+  d.insert_or_assign("beta2", s.beta2);
+  d.insert_or_assign("eps", s.eps);
+  if (s.cap_tau) d.insert_or_assign("cap_tau", *s.cap_tau);
+  if (s.weight_decay) d.insert_or_assign("weight_decay", *s.weight_decay);
   return d;
 }
 
@@ -79,6 +84,7 @@ struct Stepper {
   torch::jit::Module module;
   std::string file;
   torch::ScalarType dtype;
+  std::map<std::string, double> extra;  // settings the config passes through
 
   std::pair<torch::Tensor, c10::List<torch::Tensor>> call(const torch::Tensor& w, const torch::Tensor& g,
                                                           const c10::List<torch::Tensor>& state,
@@ -110,13 +116,39 @@ struct Stepper {
                  ", configured " + std::string(c10::toString(dtype)));
     return {next, elems[1].toTensorList()};
   }
+
+  // An exposed component, NAME(w, x) -> Tensor of w's shape and dtype.
+  torch::Tensor component(const std::string& name, const torch::Tensor& w, const torch::Tensor& x) {
+    const std::string what =
+        certificates::claim_in_progress().empty()
+            ? "the load-time probe of " + name
+            : "claim " + certificates::claim_in_progress() + ", " + name + "(w, x) on w " + c10::str(w.sizes());
+    const auto fail = [&](const std::string& why) {
+      return certificates::RuleError(file + ": " + why + " (" + what + ")");
+    };
+    c10::IValue out;
+    try {
+      const Announced announced(what);
+      out = module.get_method(name)({w, x});
+    } catch (const c10::Error& e) {
+      throw fail(name + "(w, x) failed: " + rule_error_text(e.what_without_backtrace()));
+    } catch (const std::exception& e) {
+      throw fail(name + "(w, x) raised: " + rule_error_text(e.what()));
+    }
+    if (!out.isTensor()) throw fail(name + "(w, x) must return a tensor");
+    torch::Tensor r = out.toTensor();
+    if (r.sizes() != w.sizes() || r.scalar_type() != dtype)
+      throw fail(name + "(w, x) returned " + std::string(c10::toString(r.scalar_type())) + " " + c10::str(r.sizes()) +
+                 " for " + std::string(c10::toString(dtype)) + " " + c10::str(w.sizes()));
+    return r;
+  }
 };
 
 // Module::clone registers a new class type in the module's compilation unit: one at a time.
 Stepper clone(const Stepper& loaded) {
   static std::mutex mutex;
   std::lock_guard lock(mutex);
-  return Stepper{loaded.module.clone(), loaded.file, loaded.dtype};
+  return Stepper{loaded.module.clone(), loaded.file, loaded.dtype, loaded.extra};
 }
 
 // Each rule under test steps its own clone of the module: a module that keeps anything in its
@@ -126,7 +158,7 @@ class ScriptRule final : public certificates::UpdateRule {
   explicit ScriptRule(const Stepper& loaded) : stepper_(std::make_shared<Stepper>(clone(loaded))) {}
 
   void start(const Frames<double>&, const RuleSettings& s) override {
-    settings_ = settings_dict(s);
+    settings_ = settings_dict(s, stepper_->extra);
     state_ = c10::List<torch::Tensor>();
     steps_ = 0;
   }
@@ -219,9 +251,16 @@ ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
   if (!j.is_object()) throw std::invalid_argument(where + ": must be a JSON object");
   ScriptRuleConfig c;
   for (const auto& [key, value] : j.items()) {
-    if (key != "name" && key != "rule" && key != "dtype")
-      throw std::invalid_argument(where + ": unknown key '" + key + "' (name, rule, dtype)");
-    if (!value.is_string()) throw std::invalid_argument(where + ": '" + key + "' must be a string");
+    if (key == "settings") {
+      if (!value.is_object()) throw std::invalid_argument(where + ": 'settings' must be a JSON object");
+    } else if (key == "properties") {
+      if (!value.is_array()) throw std::invalid_argument(where + ": 'properties' must be a list of names");
+    } else if (key == "name" || key == "rule" || key == "dtype" || key == "reference") {
+      if (!value.is_string()) throw std::invalid_argument(where + ": '" + key + "' must be a string");
+    } else {
+      throw std::invalid_argument(where + ": unknown key '" + key +
+                                  "' (name, dtype, rule; or properties, reference, settings)");
+    }
   }
   if (j.contains("name")) {
     c.name = j["name"];
@@ -229,6 +268,70 @@ ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
   }
   if (j.contains("rule")) c.rule = j["rule"];
   if (j.contains("dtype")) c.dtype = j["dtype"];
+  c.declared = j.contains("properties");
+  if (!c.declared && (j.contains("reference") || j.contains("settings")))
+    throw std::invalid_argument(where +
+                                ": 'reference' and 'settings' belong to a rule that declares its "
+                                "'properties' (add them; or name a paper rule with 'rule')");
+  if (c.declared && j.contains("rule"))
+    throw std::invalid_argument(where +
+                                ": 'rule' names a paper rule, whose claims are fixed; a rule that declares "
+                                "'properties' names its reference with 'reference'");
+  if (!c.declared) return c;
+  const auto& known = certificates::rule_property_names();
+  for (const auto& p : j["properties"]) {
+    if (!p.is_string() || std::find(known.begin(), known.end(), p.get<std::string>()) == known.end()) {
+      std::string list;
+      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+      throw std::invalid_argument(where + ": 'properties' holds " + p.dump() + ", not one of " + list);
+    }
+    if (std::find(c.properties.begin(), c.properties.end(), p.get<std::string>()) == c.properties.end())
+      c.properties.push_back(p);
+  }
+  if (j.contains("reference")) {
+    c.reference = j["reference"];
+    const auto& refs = certifiable_rules();
+    if (std::find(refs.begin(), refs.end(), c.reference) == refs.end()) {
+      std::string list;
+      for (const auto& n : refs) list += (list.empty() ? "" : ", ") + n;
+      throw std::invalid_argument(where + ": 'reference' '" + c.reference + "' is not one of " + list);
+    }
+    c.settings = certificates::rule_settings(c.reference, 1.0);
+  } else {
+    c.settings = certificates::RuleSettings{};
+    c.settings.cap_tau.reset();  // uncapped unless the settings say otherwise
+  }
+  if (j.contains("settings")) {
+    for (const auto& [key, value] : j["settings"].items()) {
+      const std::string at = where + ": settings '" + key + "'";
+      if (key == "adaptive") {
+        if (!value.is_boolean()) throw std::invalid_argument(at + " must be true or false");
+        c.settings.adaptive = value.get<bool>();
+        continue;
+      }
+      if (key == "cap_tau" && value.is_null()) {
+        c.settings.cap_tau.reset();
+        continue;
+      }
+      if (!value.is_number() || !std::isfinite(value.get<double>()))
+        throw std::invalid_argument(at + " must be a finite number");
+      const double v = value.get<double>();
+      if (key == "lr" || key == "eps")
+        throw std::invalid_argument(at + ": each claim sets lr and eps (README: the ranges it draws them from)");
+      if (key == "beta1" || key == "beta2") {
+        if (!(v >= 0 && v < 1)) throw std::invalid_argument(at + " must be in [0, 1)");
+        (key == "beta1" ? c.settings.beta1 : c.settings.beta2) = v;
+      } else if (key == "cap_tau") {
+        if (!(v > 0)) throw std::invalid_argument(at + " must be > 0 (null: uncapped)");
+        c.settings.cap_tau = v;
+      } else if (key == "weight_decay") {
+        if (!(v >= 0)) throw std::invalid_argument(at + " must be >= 0");
+        c.settings.weight_decay = v;
+      } else {
+        c.extra_settings[key] = v;
+      }
+    }
+  }
   return c;
 }
 
@@ -245,7 +348,7 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
                                 "controls fall below its rounding at small steps); script the rule in float64");
   if (config.dtype != "float64") throw std::invalid_argument(where + ": dtype '" + config.dtype + "' must be float64");
   const auto& names = certifiable_rules();
-  if (std::find(names.begin(), names.end(), config.rule) == names.end()) {
+  if (!config.declared && std::find(names.begin(), names.end(), config.rule) == names.end()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     const auto all = certificates::rule_names();
@@ -258,6 +361,7 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
   }
   auto stepper = std::make_shared<Stepper>();
   stepper->file = where;
+  stepper->extra = config.extra_settings;
   stepper->dtype = config.dtype == "float32" ? torch::kFloat32 : torch::kFloat64;
   if (!std::filesystem::is_regular_file(file)) throw std::invalid_argument(where + ": " + not_a_file(file));
   try {
@@ -281,7 +385,10 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
     auto gen = at::detail::createCPUGenerator(20260916);
     const auto q =
         std::get<0>(torch::linalg_qr(torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)))).to(stepper->dtype);
-    const auto settings = settings_dict(certificates::rule_settings(config.rule, 0.1));
+    RuleSettings probe_settings = config.declared ? config.settings : certificates::rule_settings(config.rule, 0.1);
+    probe_settings.lr = 0.1;
+    probe_settings.eps = 1e-8;
+    const auto settings = settings_dict(probe_settings, config.extra_settings);
     c10::List<torch::Tensor> state;
     torch::Tensor w = q;
     for (int t = 0; t < 2; ++t) {
@@ -300,18 +407,55 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
     }
   }
   const double u = config.dtype == "float32" ? 0x1p-24 : 0x1p-53;
-  return {.name = config.name,
-          .description = "a TorchScript rule (" + file.filename().string() + ", implementing " + config.rule +
-                         "), LibTorch, CPU, " + config.dtype,
-          .unit_roundoff = u,
-          .io_roundoff = u,
-          .make =
-              [stepper] {
-                static const bool configured = (configure_cpu_compute(1), true);
-                (void)configured;
-                return std::make_unique<ScriptRule>(*stepper);
-              },
-          .only_rule = config.rule};
+  certificates::RuleImplementation impl{.name = config.name,
+                                        .description = "a TorchScript rule (" + file.filename().string() +
+                                                       ", implementing " + config.rule + "), LibTorch, CPU, " +
+                                                       config.dtype,
+                                        .unit_roundoff = u,
+                                        .io_roundoff = u,
+                                        .make =
+                                            [stepper] {
+                                              static const bool configured = (configure_cpu_compute(1), true);
+                                              (void)configured;
+                                              return std::make_unique<ScriptRule>(*stepper);
+                                            },
+                                        .only_rule = config.rule,
+                                        .declaration = {}};
+  if (!config.declared) return impl;
+  certificates::RuleDeclaration decl;
+  decl.settings = config.settings;
+  decl.reference = config.reference;
+  decl.properties = config.properties;
+  // The exposed components: each called on a clone of its own, one call at a time.
+  for (const char* name : {"project", "retract"}) {
+    if (!stepper->module.find_method(name)) continue;
+    auto owner = std::make_shared<std::pair<std::mutex, Stepper>>();
+    owner->second = clone(*stepper);
+    certificates::FramesMap map = [owner, name = std::string(name)](const Frames<double>& w, const Frames<double>& x) {
+      std::lock_guard lock(owner->first);
+      torch::NoGradGuard guard;
+      const auto dtype = owner->second.dtype;
+      return tensor_to_frames(owner->second.component(name, frames_to_tensor(w, dtype), frames_to_tensor(x, dtype)));
+    };
+    (std::string(name) == "project" ? decl.project : decl.retract) = std::move(map);
+  }
+  for (const char* needs : {"projection", "retraction"}) {
+    const bool wanted = std::find(decl.properties.begin(), decl.properties.end(), needs) != decl.properties.end();
+    const bool exposed = std::string(needs) == "projection" ? bool(decl.project) : bool(decl.retract);
+    if (wanted && !exposed)
+      throw std::invalid_argument(where + ": declares '" + needs + "' but exposes no " +
+                                  (std::string(needs) == "projection" ? "project(w, x)" : "retract(w, eta)") +
+                                  " method (@torch.jit.export)");
+  }
+  if (std::find(decl.properties.begin(), decl.properties.end(), "agrees-with-reference") != decl.properties.end() &&
+      decl.reference.empty())
+    throw std::invalid_argument(where + ": declares 'agrees-with-reference' but names no 'reference'");
+  impl.description = "a TorchScript rule (" + file.filename().string() +
+                     (decl.reference.empty() ? std::string() : ", reference " + decl.reference) + "), LibTorch, CPU, " +
+                     config.dtype;
+  impl.only_rule = decl.reference.empty() ? "b2" : decl.reference;  // the agreement claim's reference
+  impl.declaration = std::move(decl);
+  return impl;
 }
 
 }  // namespace stiefel::training

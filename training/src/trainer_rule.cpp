@@ -98,7 +98,8 @@ certificates::RuleImplementation trainer_rule_implementation(torch::Device devic
                 (void)configured;
                 return std::make_unique<TrainerRule>(device, dtype);
               },
-          .only_rule = {}};
+          .only_rule = {},
+          .declaration = {}};
 }
 
 }  // namespace stiefel::training

@@ -106,6 +106,36 @@ double case_rate(const Case& c, FrameRule rule) {
   return is_adam_rule(rule) || rule == FrameRule::kFrozen ? lr : lr / gradient_norm_range(c).second;
 }
 
+// The settings a claim runs the implementation with: a declared rule's own (the case's rate, the
+// eps asked for), else one per frame rule of `own` that the implementation runs, at the case's rate
+// for that rule. `adaptive_only` leaves out the fixed-step rules, `moving_only` the frozen one.
+std::vector<RuleSettings> settings_list(const RuleImplementation& impl, const Case& c,
+                                        const std::vector<FrameRule>& own, double eps, bool adaptive_only = false,
+                                        bool moving_only = false) {
+  if (impl.declaration) {
+    RuleSettings s = impl.declaration->settings;
+    if (adaptive_only && !s.adaptive) return {};
+    const auto [lo, hi] = gradient_norm_range(c);
+    s.lr = s.adaptive ? pow10(c.log10_lr) : pow10(c.log10_lr) / hi;
+    s.eps = eps;
+    // A rule that takes weight decay runs with lambda = 10^[-3, 0] times the case's smallest
+    // gradient norm (drawn from the case's seed): lambda W cancels in the projection to u lambda
+    // sqrt(r), which the tolerance carries relative to that norm, and a lambda far above it would
+    // leave no control a margin over the tolerance. rule-decay-annihilated varies lambda itself.
+    if (s.weight_decay) s.weight_decay = lo * pow10(3 * double(c.seed >> 11) * 0x1p-53 - 3);
+    return {s};
+  }
+  std::vector<RuleSettings> out;
+  for (const FrameRule rule : rules_for(impl, own)) {
+    if ((adaptive_only && !is_adam_rule(rule)) || (moving_only && rule == FrameRule::kFrozen)) continue;
+    out.push_back(settings_of(rule, case_rate(c, rule), eps));
+  }
+  return out;
+}
+
+// The weight decay a rule applies itself under `s` (0 where it takes none).
+double own_decay(const RuleSettings& s) { return s.weight_decay.value_or(0.0); }
+
 // The rounding a rule's frames carry, as u·factor with u the arithmetic's unit roundoff: W + eta is
 // formed with an error of u·||eta||, which the polar factor (sigma_min(W + eta) >= 1) passes on, so a
 // step adds u·d·r·(1 + ||eta||). A fixed-step rule's eta is lr·||Pi G|| <= lr·max||G||; an adaptive
@@ -308,7 +338,11 @@ CheckResult agreement(const RuleImplementation& impl, const Case& drawn_case, Ag
   if (drawn != FrameRule::kB2 && impl.only_rule.empty()) rules.push_back(FrameRule::kB2);
   CheckResult out;
   for (const FrameRule rule : rules) {
-    const auto s = settings_of(rule, case_rate(c, rule), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+    const double eps = c.eps_zero ? 0.0 : pow10(c.log10_eps);
+    // A declared rule runs with its own settings (its weight decay included: its reference has none,
+    // and the projection cancels lambda W to u lambda sqrt(r), a term of the tolerance).
+    const auto s =
+        impl.declaration ? settings_list(impl, c, {}, eps).front() : settings_of(rule, case_rate(c, rule), eps);
     auto r = impl.make();
     const auto mine = run_rule(*r, c, s, kSame);
     const auto ref = core_run<S>(rule, c, mutant, impl.io_roundoff);
@@ -316,7 +350,8 @@ CheckResult agreement(const RuleImplementation& impl, const Case& drawn_case, Ag
     for (std::size_t t = 0; t < mine.size(); ++t)
       for (std::size_t h = 0; h < mine[t].size(); ++h)
         diff = worse(diff, max_abs<S>(ref[t][h] - mine[t][h].template cast<S>()));
-    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, 0, /*same_gradients=*/true)));
+    keep_worse(out, roundoff(diff, impl.unit_roundoff,
+                             rounding_factor(impl, c, s, own_decay(s), /*same_gradients=*/own_decay(s) == 0)));
   }
   out.detail = {{"rule", frame_rule_arm(drawn)}};
   return out;
@@ -382,9 +417,8 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
   const double factor = std::ldexp(1.0, int(c.log10_c));
   const double eps = gradient_norm_range(c).second;
   CheckResult out;
-  for (const FrameRule rule : rules_for(impl, {std::begin(kFrameRules), std::end(kFrameRules)})) {
-    if (!is_adam_rule(rule)) continue;
-    const RuleSettings zero = settings_of(rule, case_rate(c, rule), 0.0);
+  for (const RuleSettings& zero :
+       settings_list(impl, c, {std::begin(kFrameRules), std::end(kFrameRules)}, 0.0, /*adaptive_only=*/true)) {
     RuleSettings positive = zero;
     positive.eps = eps;
     if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, zero.lr, 20);
@@ -402,7 +436,11 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
       });
       double diff = 0;
       for (std::size_t t = 0; t < plain.size(); ++t) diff = worse(diff, max_abs_difference(plain[t], scaled[t]));
-      keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, 0, /*same_gradients=*/true)));
+      // A rule's own decay is not scaled with the gradients: lambda W cancels against the smaller of
+      // the two runs' gradients, so its term is lambda / min(1, c).
+      const double lambda = own_decay(s) / std::min(1.0, factor);
+      keep_worse(
+          out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, lambda, /*same_gradients=*/lambda == 0)));
     }
   }
   return out;
@@ -467,8 +505,12 @@ CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationM
     const double delta = control_size(impl, 1e-3, 21);
     off = matrix_exponential<double>(Matrix<double>(-delta * j));  // Q^T G becomes exp(delta J)^T Q^T G
   }
-  for (const FrameRule rule : rules) {
-    RuleSettings s = settings_of(rule, case_rate(c, rule), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+  std::vector<RuleSettings> runs;
+  if (mutant == RotationMutant::kElementwiseMoment)
+    runs.push_back(settings_of(FrameRule::kB2m, case_rate(c, FrameRule::kB2m), 0.0));
+  else
+    runs = settings_list(impl, c, rules, c.eps_zero ? 0.0 : pow10(c.log10_eps));
+  for (RuleSettings s : runs) {
     // eps = 0 for the elementwise control: an eps above the gradients makes the quotient linear in
     // G, and so equivariant, hiding the elementwise moment.
     if (mutant == RotationMutant::kElementwiseMoment) s.eps = 0;
@@ -489,7 +531,7 @@ CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationM
       for (const auto& f : plain[t]) back.push_back(q.transpose() * f);
       diff = worse(diff, max_abs_difference(back, rotated[t]));
     }
-    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s)));
+    keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, own_decay(s))));
   }
   return out;
 }
@@ -544,17 +586,26 @@ CheckResult decay_annihilated(const RuleImplementation& impl, const Case& c, Dec
                             ? std::max(case_lambda, control_size(impl, 0, 20) * pow10(c.log10_scale))
                             : case_lambda;
   CheckResult out;
-  for (const FrameRule rule : rules_for(impl, kDecayRules)) {
-    if (rule == FrameRule::kFrozen) continue;
-    const RuleSettings s = settings_of(rule, case_rate(c, rule), c.eps_zero ? 0.0 : pow10(c.log10_eps));
+  for (const RuleSettings& base :
+       settings_list(impl, c, kDecayRules, c.eps_zero ? 0.0 : pow10(c.log10_eps), false, /*moving_only=*/true)) {
+    // A rule that applies weight decay itself is compared at lambda and at 0 (its decay, coupled or
+    // decoupled, as it applies it); one that takes none gets lambda W added to its gradient.
+    const bool own = base.weight_decay.has_value();
+    RuleSettings s = base, decayed_settings = base;
+    if (own) {
+      s.weight_decay = 0.0;
+      decayed_settings.weight_decay = mutant == DecayMutant::kNone ? lambda : 0.0;
+    }
     auto a = impl.make();
     auto b = impl.make();
     const auto plain = run_rule(*a, c, s, kSame);
     Rng orng(c.seed ^ 0x2545f4914f6cdd1dULL);
     const Matrix<double> b_dir = gaussian_matrix<double>(orng, c.d, c.r);
-    const auto decayed = run_rule(*b, c, s, [&](const Frames<double>& w, Frames<double> g) {
-      for (std::size_t h = 0; h < g.size(); ++h)
-        g[h] += lambda * (mutant == DecayMutant::kTangentDirection ? project_tangent<double>(w[h], b_dir) : w[h]);
+    const auto decayed = run_rule(*b, c, decayed_settings, [&](const Frames<double>& w, Frames<double> g) {
+      if (mutant == DecayMutant::kTangentDirection)
+        for (std::size_t h = 0; h < g.size(); ++h) g[h] += lambda * project_tangent<double>(w[h], b_dir);
+      else if (!own)
+        for (std::size_t h = 0; h < g.size(); ++h) g[h] += lambda * w[h];
       return g;
     });
     double diff = 0;
@@ -607,8 +658,8 @@ enum class FrozenRuleMutant { kNone, kSmallRate };
 
 CheckResult frozen(const RuleImplementation& impl, const Case& c, FrozenRuleMutant mutant) {
   double worst = 0;
-  for (const FrameRule rule : rules_for(impl, {FrameRule::kB2, FrameRule::kFrozen})) {
-    RuleSettings s = settings_of(rule, 0.0, 1e-8);
+  for (RuleSettings s : settings_list(impl, c, {FrameRule::kB2, FrameRule::kFrozen}, 1e-8)) {
+    s.lr = 0;
     if (mutant == FrozenRuleMutant::kSmallRate) {
       s.lr = control_size(impl, 1e-6, 16);
       s.eps = 0;  // B2's step is then the rate itself, whatever the gradients' size
@@ -639,6 +690,220 @@ Claim frozen_claim(const RuleImplementation& impl) {
                  "rate max(1e-6, 2^16 u_io) and eps 0 in place of rate 0 (1e-6 in float64, 0.004 for float32 "
                  "frames)",
                  bind(FrozenRuleMutant::kSmallRate)}};
+  return c;
+}
+
+// --- a declared rule's iterates stay on St(d, r) --------------------------------------------------
+
+enum class ManifoldMutant { kNone, kChordMidpoint };
+
+// The isometry error max|W^T W - I| of the iterates over a long run, in units of u*d*r*(1 +
+// ||eta||max): its level, and its growth (the last quarter of the run against the first). The
+// control reads the chord midpoints (W_t + W_{t+1}) / 2 in place of the iterates: off the manifold by
+// ||W_{t+1} - W_t||^2 / 4, a frame map that steps along chords and never retracts (eps 0 there, so
+// that the steps keep their size whatever the gradients' scale).
+CheckResult on_manifold(const RuleImplementation& impl, const Case& c, ManifoldMutant mutant) {
+  CheckResult out;
+  const double eps = mutant == ManifoldMutant::kChordMidpoint || c.eps_zero ? 0.0 : pow10(c.log10_eps);
+  for (const RuleSettings& s : settings_list(impl, c, {FrameRule::kB2}, eps)) {
+    auto r = impl.make();
+    Rng rng(c.seed);
+    Frames<double> previous = random_frames<double>(rng, {c.d, c.r}, c.heads);
+    const auto run = run_rule(*r, c, s, kSame);
+    std::vector<double> iso;
+    for (const auto& frames : run) {
+      double e = 0;
+      for (std::size_t h = 0; h < frames.size(); ++h)
+        e = worse(e, isometry_error<double>(mutant == ManifoldMutant::kChordMidpoint
+                                                ? Matrix<double>((previous[h] + frames[h]) / 2)
+                                                : frames[h]));
+      iso.push_back(e);
+      previous = frames;
+    }
+    const std::size_t quarter = std::max<std::size_t>(1, iso.size() / 4);
+    double level = 0, first = 0, last = 0;
+    for (std::size_t t = 0; t < iso.size(); ++t) {
+      level = worse(level, iso[t]);
+      if (t < quarter) first = worse(first, iso[t]);
+      if (t + quarter >= iso.size()) last = worse(last, iso[t]);
+    }
+    const double unit = impl.unit_roundoff * rounding_factor(impl, c, s, own_decay(s)) / double(c.steps);
+    // Growth: the last quarter's largest error over the first's (floored at the unit), fourfold
+    // growth at the tolerance.
+    const double growth = last / std::max(first, unit);
+    CheckResult res;
+    res.residual = level;
+    res.normaliser = unit;
+    res.ratio = worse(level / unit, 30 * growth / 4);
+    res.detail = {{"isometry_max", level}, {"first_quarter", first}, {"last_quarter", last}, {"growth", growth}};
+    keep_worse(out, res);
+  }
+  return out;
+}
+
+Claim on_manifold_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-on-manifold", "§3.2 (the retraction), §4 (iterates on St(d, r))", "identity",
+                       "The rule's iterates stay on St(d, r) over long runs: their isometry error max|W^T W - I| "
+                       "stays at the rounding of one step, and does not grow along the run.");
+  c.own_dtype_only = true;
+  c.generator =
+      "d in [2,10], r in [1,d], H in [1,3], T in [40,120] steps of the sequence claims' gradients (seven profiles, "
+      "scale 10^[-6,6]), rate 10^[-2,0], eps 1e-8, the rule's declared settings; 40 cases";
+  c.residual =
+      "max over steps and heads of max|W_t^T W_t - I|, over u*d*r*(1 + ||eta||max) (||eta||max = 8 lr for an "
+      "adaptive rule); and growth: 30/4 times the last quarter's largest error over the first's (floored at that "
+      "unit), the larger ratio";
+  c.analysis = "A retraction returns a point of St(d, r); its rounding is that of one step, not a sum over steps.";
+  c.generator_fn = [] {
+    return rc::gen::exec([] {
+      Case k = *sequence_cases(2, 30, -2, 0, false);
+      k.steps = *rc::gen::inRange(40, 121);
+      return k;
+    });
+  };
+  const auto bind = [impl](ManifoldMutant m) {
+    return same_in_both([impl, m](const Case& k) { return on_manifold(impl, k, m); });
+  };
+  c.check = bind(ManifoldMutant::kNone);
+  c.controls = {{"chord-midpoints",
+                 "the isometry error of the chord midpoints (W_t + W_{t+1}) / 2 (a map that steps along chords), eps 0",
+                 bind(ManifoldMutant::kChordMidpoint)}};
+  return c;
+}
+
+// --- an exposed projection (Prop. 2) -------------------------------------------------------------
+
+enum class ProjectionMutant { kNone, kFramesOffManifold };
+
+// The rule's project(W, X) against the four properties that make it Pi_W (embedded metric): it is
+// idempotent, self-adjoint, kills {W S : S symmetric} and fixes tangent vectors; each residual
+// relative to its input's norm. The control passes frames off the manifold by a relative 1e-6
+// (W (1 + 1e-6)), where Pi_W's formula is no projection.
+CheckResult projection(const RuleImplementation& impl, const Case& c, ProjectionMutant mutant) {
+  Rng rng(c.seed);
+  Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  if (mutant == ProjectionMutant::kFramesOffManifold)
+    for (auto& f : w) f *= 1 + 1e-6;
+  const double scale = pow10(c.log10_scale);
+  Frames<double> x, y, normal, tangent;
+  std::vector<double> tangent_source;  // the norm of the matrix each tangent vector was projected from
+  for (int h = 0; h < c.heads; ++h) {
+    x.push_back(gaussian_matrix<double>(rng, c.d, c.r) * scale);
+    y.push_back(gaussian_matrix<double>(rng, c.d, c.r) * scale);
+    Matrix<double> sym = gaussian_matrix<double>(rng, c.r, c.r);
+    sym = ((sym + sym.transpose()) / 2).eval();
+    normal.push_back(w[std::size_t(h)] * sym * scale);
+    const Matrix<double> z = gaussian_matrix<double>(rng, c.d, c.r) * scale;
+    tangent.push_back(project_tangent<double>(w[std::size_t(h)], z));
+    tangent_source.push_back(z.norm());
+  }
+  const auto& project = impl.declaration->project;
+  const Frames<double> px = project(w, x), py = project(w, y), ppx = project(w, px), pn = project(w, normal),
+                       pt = project(w, tangent);
+  double idempotent = 0, adjoint = 0, kills = 0, fixes = 0;
+  for (std::size_t h = 0; h < x.size(); ++h) {
+    idempotent = worse(idempotent, (ppx[h] - px[h]).norm() / x[h].norm());
+    adjoint = worse(adjoint, std::abs(px[h].cwiseProduct(y[h]).sum() - x[h].cwiseProduct(py[h]).sum()) /
+                                 (x[h].norm() * y[h].norm()));
+    kills = worse(kills, pn[h].norm() / std::max(normal[h].norm(), 1e-300));
+    // Relative to the matrix it was projected from: a tangent vector short against it carries that
+    // matrix's rounding (u ||Z||) in its normal part.
+    fixes = worse(fixes, (pt[h] - tangent[h]).norm() / tangent_source[h]);
+  }
+  CheckResult r =
+      roundoff(worse(worse(idempotent, adjoint), worse(kills, fixes)), impl.unit_roundoff, double(c.d * c.r));
+  r.detail = {{"idempotent", idempotent}, {"self_adjoint", adjoint}, {"kills_normal", kills}, {"fixes_tangent", fixes}};
+  return r;
+}
+
+Claim projection_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-projection", "Prop. 2", "identity",
+                       "The rule's exposed project(W, X) is the projection onto T_W St(d, r) along {W S : S "
+                       "symmetric}: idempotent, self-adjoint in the embedded metric, zero on W S, the identity on "
+                       "tangent vectors.");
+  c.own_dtype_only = true;
+  c.generator = "d in [2,10], r in [1,d], H in [1,3], X, Y, S, a tangent vector Gaussian at scale 10^[-6,6]; 40 cases";
+  c.residual =
+      "the largest of ||P(P X) - P X|| / ||X||, |<P X, Y> - <X, P Y>| / (||X|| ||Y||), ||P(W S)|| / ||W S||, "
+      "||P xi - xi|| / ||Z|| (xi = Pi_W(Z)) (detail: each), over u*d*r";
+  c.analysis = "Pi_W(X) = X - W sym(W^T X) is the orthogonal projection onto the tangent space (Prop. 2).";
+  c.generator_fn = [] { return sequence_cases(2, 1, -2, 0, false); };
+  const auto bind = [impl](ProjectionMutant m) {
+    return same_in_both([impl, m](const Case& k) { return projection(impl, k, m); });
+  };
+  c.check = bind(ProjectionMutant::kNone);
+  c.controls = {{"frames-off-manifold", "frames W (1 + 1e-6), off St(d, r), where Pi_W's formula is no projection",
+                 bind(ProjectionMutant::kFramesOffManifold)}};
+  return c;
+}
+
+// --- an exposed retraction --------------------------------------------------------------------------
+
+enum class RetractionMutant { kNone, kDoubledStep };
+
+// The rule's retract(W, eta): R(W, 0) = W, R(W, t xi) on St(d, r) at t = 1 and 0.1, and first order:
+// the defect e(t) = ||R(W, t xi) - (W + t xi)|| is O(t^2), judged by e(t)/t^2 at t = 2^-6 and 2^-9
+// (equal for a retraction, eightfold where the defect is first order). The control retracts 2 t xi.
+CheckResult retraction(const RuleImplementation& impl, const Case& c, RetractionMutant mutant) {
+  Rng rng(c.seed);
+  const Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  Frames<double> xi, zero;
+  for (int h = 0; h < c.heads; ++h) {
+    Matrix<double> t = project_tangent<double>(w[std::size_t(h)], gaussian_matrix<double>(rng, c.d, c.r));
+    xi.push_back(t / std::max(t.norm(), 1e-300));
+    zero.push_back(Matrix<double>::Zero(c.d, c.r));
+  }
+  const auto& retract = impl.declaration->retract;
+  const double k = mutant == RetractionMutant::kDoubledStep ? 2.0 : 1.0;
+  const auto scaled = [&](double t) {
+    Frames<double> out = xi;
+    for (auto& f : out) f *= k * t;
+    return out;
+  };
+  const double unit = impl.unit_roundoff * double(c.d * c.r);
+  double at_zero = max_abs_difference(retract(w, zero), w);
+  double iso = 0;
+  for (const double t : {1.0, 0.1})
+    for (const auto& f : retract(w, scaled(t))) iso = worse(iso, isometry_error<double>(f));
+  double defect[2];
+  const double ts[2] = {0x1p-6, 0x1p-9};
+  for (int i = 0; i < 2; ++i) {
+    const auto moved = retract(w, scaled(ts[i]));
+    double e = 0;
+    for (std::size_t h = 0; h < w.size(); ++h) e = worse(e, (moved[h] - w[h] - ts[i] * xi[h]).norm());
+    defect[i] = e / (ts[i] * ts[i]);
+  }
+  const double order = defect[1] / std::max(defect[0], 1e-300);
+  CheckResult r;
+  r.residual = worse(at_zero, iso);
+  r.normaliser = unit;
+  // The defect's order p from the slope of e(t)/t^2 over t = 2^-6 .. 2^-9 (a factor 8): order =
+  // 8^(2 - p), 1 at p = 2; the tolerance (30) sits at p = 1.5 (order 2 sqrt 2), a first-order
+  // defect (p = 1, order 8) at 680.
+  r.ratio = worse(r.residual / unit, 30 * std::pow(order / (2 * std::sqrt(2.0)), 3));
+  r.detail = {
+      {"at_zero", at_zero}, {"isometry", iso}, {"defect_over_t2", {defect[0], defect[1]}}, {"order_ratio", order}};
+  return r;
+}
+
+Claim retraction_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-retraction", "§3.2 (the retraction), Absil et al. (2008) Def. 4.1.1", "identity",
+                       "The rule's exposed retract(W, eta) is a retraction: R(W, 0) = W, R(W, eta) is on St(d, r), "
+                       "and R(W, t xi) = W + t xi + O(t^2).");
+  c.own_dtype_only = true;
+  c.generator = "d in [2,10], r in [1,d], H in [1,3], a unit tangent xi per frame; 40 cases";
+  c.residual =
+      "max(|R(W, 0) - W|, max|R^T R - I| at t = 1 and 0.1) over u*d*r; and 30 (q / 2 sqrt 2)^3 with q = "
+      "e(2^-9)/e(2^-6), e(t) = ||R(W, t xi) - W - t xi|| / t^2 (q = 1 for a retraction, 8 for a first-order "
+      "defect: the tolerance sits at defect order 1.5), the larger ratio";
+  c.analysis = "Polar, sign-fixed QR and Cayley retractions all agree with W + t xi to second order.";
+  c.generator_fn = [] { return sequence_cases(2, 1, -2, 0, false); };
+  const auto bind = [impl](RetractionMutant m) {
+    return same_in_both([impl, m](const Case& k) { return retraction(impl, k, m); });
+  };
+  c.check = bind(RetractionMutant::kNone);
+  c.controls = {{"doubled-step", "R(W, 2 t xi) in place of R(W, t xi): a map that is not first order",
+                 bind(RetractionMutant::kDoubledStep)}};
   return c;
 }
 
@@ -857,9 +1122,52 @@ std::vector<RuleImplementation>& added_implementations() {
 
 }  // namespace
 
+const std::vector<std::string>& rule_property_names() {
+  static const std::vector<std::string> names{
+      "agrees-with-reference", "on-manifold", "frozen",    "decay-annihilated", "scale-free",
+      "equivariance",          "projection",  "retraction"};
+  return names;
+}
+
+namespace {
+
+// A declared rule's claims: one per property that applies to it, certified where declared and
+// observed where not.
+std::vector<Claim> declared_rule_claims(const RuleImplementation& impl) {
+  const RuleDeclaration& decl = *impl.declaration;
+  std::vector<std::pair<std::string, Claim>> built;
+  if (!decl.reference.empty()) built.emplace_back("agrees-with-reference", agrees_with_core(impl));
+  built.emplace_back("on-manifold", on_manifold_claim(impl));
+  built.emplace_back("frozen", frozen_claim(impl));
+  built.emplace_back("decay-annihilated", decay_claim(impl));
+  if (decl.settings.adaptive) built.emplace_back("scale-free", scale_free_claim(impl));
+  built.emplace_back("equivariance", equivariance_claim(impl));
+  if (decl.project) built.emplace_back("projection", projection_claim(impl));
+  if (decl.retract) built.emplace_back("retraction", retraction_claim(impl));
+  std::vector<Claim> out;
+  for (auto& [property, claim] : built) {
+    const bool declared = std::find(decl.properties.begin(), decl.properties.end(), property) != decl.properties.end();
+    claim.expected = declared ? Expected::kCertified : Expected::kObserved;
+    if (!declared) claim.statement = "Not claimed by the rule; measured: " + claim.statement;
+    // The claims a rule of the paper's family gets are stated of that family; a declared rule's are
+    // stated of it alone.
+    claim.generator += "; the rule's declared settings";
+    out.push_back(std::move(claim));
+  }
+  for (const auto& p : decl.properties)
+    if (std::none_of(built.begin(), built.end(), [&](const auto& b) { return b.first == p; }))
+      throw std::invalid_argument("rule " + impl.name + " declares '" + p +
+                                  "', which does not apply to it (agrees-with-reference needs a reference, "
+                                  "scale-free an adaptive rule, projection and retraction an exposed method)");
+  return out;
+}
+
+}  // namespace
+
 std::vector<Claim> rule_claims(const RuleImplementation& impl) {
   if (impl.name.empty() || !impl.make)
     throw std::invalid_argument("rule_claims: an implementation needs a name and a factory");
+  if (impl.declaration) return declared_rule_claims(impl);
   const auto only = rules_for(impl, {std::begin(kFrameRules), std::end(kFrameRules)});
   const bool any_adaptive = std::any_of(only.begin(), only.end(), is_adam_rule);
   const bool any_decay_rule = std::any_of(only.begin(), only.end(), [](FrameRule r) {
@@ -897,7 +1205,8 @@ RuleImplementation core_rule_implementation() {
           .unit_roundoff = 0x1p-53,
           .io_roundoff = 0x1p-53,
           .make = [] { return std::make_unique<CoreRule>(); },
-          .only_rule = {}};
+          .only_rule = {},
+          .declaration = {}};
 }
 
 void add_rule_implementation(RuleImplementation impl) {

@@ -52,7 +52,9 @@ struct Check {
 
 using FiguresFn = nlohmann::json (*)();
 
-enum class Expected { kCertified, kRefuted };
+// kObserved: a property the rule under test does not claim, measured and reported for what it is;
+// whatever is observed meets it.
+enum class Expected { kCertified, kRefuted, kObserved };
 
 // A refutation's proof: the violated quantity re-computed on the shrunk counterexample in exact
 // rational or interval arithmetic, so that its sign needs no rounding argument. `established` is

@@ -25,6 +25,40 @@ struct RuleSettings {
   SecondMoment moment = SecondMoment::kPerFrame;
   TangentMap map = TangentMap::kStiefel;
   bool adaptive = true;
+  // The weight decay lambda a rule applies itself (a declared rule that takes "weight_decay"); absent:
+  // the rule takes none. core/'s rules take none: a claim adds lambda W to the gradient instead.
+  std::optional<double> weight_decay;
+};
+
+// The properties a rule may declare of itself (RuleDeclaration::properties), each certified by one
+// claim, rule-PROPERTY-NAME:
+//   agrees-with-reference  its frames equal core/'s rule named by `reference` at every step
+//   on-manifold            its iterates stay on St(d, r) over long runs: level and growth judged
+//   frozen                 at lr = 0 the frames stay where they start
+//   decay-annihilated      its weight decay (coupled or decoupled, as it applies it) changes no frame
+//                          (Prop. 8); a rule that takes none: lambda W added to its gradient
+//   scale-free             gradients scaled by c give the same frames (eps scaled by c; Prop. 3(ii))
+//   equivariance           from Q^T W with Q^T G it returns Q^T times its frames (Prop. 7)
+// and, for the components a rule exposes:
+//   projection             its project(W, X) is idempotent, self-adjoint and kills {W S : S symmetric}
+//                          (Prop. 2)
+//   retraction             its retract(W, eta) stays on St(d, r), returns W at eta = 0 and agrees with
+//                          W + eta to first order (judged by the slope of the defect)
+const std::vector<std::string>& rule_property_names();
+
+// A frame map of one frame batch and a second argument: an exposed component (project(W, X),
+// retract(W, eta)).
+using FramesMap = std::function<Frames<double>(const Frames<double>& w, const Frames<double>& x)>;
+
+// What a rule under test says it is, in place of being one of the paper's rules: the settings it
+// takes (each claim sets lr and eps), the properties it claims, and the components it exposes. Its
+// certificate certifies exactly the declared properties; every other applicable one is measured
+// and reported as an observation (Expected::kObserved), which never fails the certificate.
+struct RuleDeclaration {
+  RuleSettings settings;
+  std::string reference;                // a name of rule_names(), or empty
+  std::vector<std::string> properties;  // names of rule_property_names()
+  FramesMap project, retract;           // empty where the rule does not expose them
 };
 
 // A rule under test that cannot be run (it raised, or returned something that is not frames): the
@@ -60,6 +94,9 @@ struct RuleImplementation {
   // one rule it implements (a name of rule_names(), e.g. "b2"): each claim runs that rule alone, with
   // its settings, and its controls are those that need no second rule.
   std::string only_rule;
+  // A rule that declares itself (a user's rule with "properties" in its config): its claims are
+  // those of the declaration, and only_rule is ignored.
+  std::optional<RuleDeclaration> declaration;
 };
 
 // The frame rules by the names an implementation's only_rule takes: b2, b2-mean-moment, b2-column,

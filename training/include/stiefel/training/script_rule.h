@@ -14,22 +14,40 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <stiefel/certificates/update_rule.h>
 
 namespace stiefel::training {
 
 // What the module is: --rule-config's JSON object. Every key is optional.
-//   "name":  the suffix of its claims' ids (default: the file's stem), [a-z0-9-]+
-//   "rule":  the core rule it implements (default "b2"): the settings it is given and the reference
-//            the agreement claim compares it with; one of b2, b2-mean-moment, b2-column, b2m,
-//            b2m-can (the adaptive rules whose claims' controls a single rule can meet)
-//   "dtype": "float64" (default, and the only one accepted: the claims' controls are not yet sized
-//            to float32): the dtype of w, g and the returned frames
+//   "name":       the suffix of its claims' ids (default: the file's stem), [a-z0-9-]+
+//   "dtype":      "float64" (default, and the only one accepted: the claims' controls are not yet
+//                 sized to float32): the dtype of w, g and the returned frames
+// A rule of the paper's family names the core rule it implements (its settings are that rule's, and
+// every claim of the family runs on it):
+//   "rule":       b2 (default), b2-mean-moment, b2-column, b2m, b2m-can
+// A rule declares what it is instead (README, "Certify your own rule"):
+//   "properties": the properties it claims (certificates::rule_property_names()); every other one
+//                 that applies is measured and reported as an observation
+//   "reference":  a core rule its frames must equal (with "agrees-with-reference"); its settings
+//                 are the defaults of "settings"
+//   "settings":   what forward's settings hold besides lr and eps (each claim sets those): beta1,
+//                 beta2, cap_tau (absent: uncapped), weight_decay (absent: the rule takes none; the
+//                 decay claim then varies it), adaptive (true; false: a fixed-step rule, its rate
+//                 set against the gradients' size), and any other number, passed through unchanged
+// The module may expose components, certified on their own where present: project(w, x) -> Tensor
+// and retract(w, eta) -> Tensor, each on [H, d, r] batches.
 struct ScriptRuleConfig {
   std::string name, rule = "b2", dtype = "float64";
+  bool declared = false;  // "properties" given
+  std::string reference;
+  std::vector<std::string> properties;
+  certificates::RuleSettings settings;
+  std::map<std::string, double> extra_settings;
 };
 
 // The module's forward calls as a supervisor in another process sees them (`certify --rule` runs
