@@ -15,8 +15,11 @@ python3-torch). Each is written from its publication's equations:
                elementwise Adam's elementwise second moment on the tangent gradient (Kingma & Ba 2015
                            applied entrywise, as the common Riemannian Adam ports do)
   cap          tau sqrt(r) on each frame's step (the paper, Sec. 3.2), or none
-  transport    reproject   the first moment projected onto the new tangent space (Becigneul & Ganea
-                           2019: transport by projection), or none (kept as it was)
+  transport    after-retraction  the first moment projected onto the new tangent space once the frames
+                           have moved (Becigneul & Ganea 2019: transport by projection; the paper's B2);
+               at-next-step      the same projection deferred to the start of the next step (B2 in
+                           exact arithmetic: the stored moment is projected at the same point);
+               none        never projected (the step still is: Pi_W(m_hat) / denom)
   decay        coupled     lambda W added to the gradient before the projection (Loshchilov & Hutter
                            2019's "L2"); decoupled: W <- W - lr lambda W before the retraction (their
                            AdamW form); or none
@@ -45,8 +48,9 @@ class StiefelAdam(torch.nn.Module):
     """Riemannian Adam on St(d, r)^H with the components chosen at construction."""
 
     def __init__(self, retraction: str, metric: str, moment: str, capped: bool, transport: str, decay: str,
-                 project_bug: bool = False):
+                 project_bug: bool = False, project_quotient: bool = True):
         super().__init__()
+        self.project_quotient = project_quotient
         self.retraction = retraction
         self.metric = metric
         self.moment = moment
@@ -108,7 +112,7 @@ class StiefelAdam(torch.nn.Module):
         if self.decay == "coupled":
             g = g + lam * w
         xi = self.gradient(w, g)
-        if self.transport == "reproject":
+        if self.transport == "at-next-step":
             m = self.project(w, m)
         m = beta1 * m + (1.0 - beta1) * xi
         if self.moment == "elementwise":
@@ -120,7 +124,7 @@ class StiefelAdam(torch.nn.Module):
         m_hat = m / (1.0 - beta1 ** step)
         denom = (v / (1.0 - beta2 ** step)).sqrt() + eps
         q = torch.where(denom > 0, m_hat / denom.clamp_min(1e-300), torch.zeros_like(m_hat))
-        eta = -lr * self.project(w, q)
+        eta = -lr * self.project(w, q) if self.project_quotient else -lr * q
         if self.capped and "cap_tau" in settings:
             cap = settings["cap_tau"] * float(w.shape[2]) ** 0.5
             norm = frob(eta)
@@ -130,7 +134,7 @@ class StiefelAdam(torch.nn.Module):
         if self.decay == "decoupled":
             base = w - lr * lam * w
         nxt = self.retract(base, eta)
-        if self.transport == "reproject":
+        if self.transport == "after-retraction":
             m = self.project(nxt, m)
         return nxt, [m, v, t]
 
@@ -140,8 +144,9 @@ ALL = ["agrees-with-reference", "on-manifold", "frozen", "decay-annihilated", "s
 EXPECTED = ["on-manifold", "frozen", "decay-annihilated", "scale-free", "equivariance", "projection", "retraction"]
 
 
-def variant(retraction="polar", metric="embedded", moment="frame", capped=True, transport="reproject",
-            decay="none", reference=None, properties=None, weight_decay=None, project_bug=False):
+def variant(retraction="polar", metric="embedded", moment="frame", capped=True, transport="after-retraction",
+            decay="none", reference=None, properties=None, weight_decay=None, project_bug=False,
+            project_quotient=True):
     settings: Dict[str, object] = {"beta1": 0.9, "beta2": 0.999, "cap_tau": 0.1 if capped else None}
     if weight_decay is not None:
         settings["weight_decay"] = weight_decay
@@ -149,14 +154,14 @@ def variant(retraction="polar", metric="embedded", moment="frame", capped=True, 
                                  "settings": settings}
     if reference:
         config["reference"] = reference
-    return StiefelAdam(retraction, metric, moment, capped, transport, decay, project_bug), config
+    return StiefelAdam(retraction, metric, moment, capped, transport, decay, project_bug, project_quotient), config
 
 
 # The variants, by name: what a user chooses between, and the paper's B2 (with coupled decay, as a
 # user writes it; the reference-agreement property declared).
 VARIANTS = {
     "b2-coupled-decay": variant(decay="coupled", weight_decay=0.05, reference="b2", properties=ALL),
-    "polar-frame-capped": variant(),
+    "polar-frame-capped": variant(reference="b2", properties=ALL),
     "polar-frame-uncapped": variant(capped=False),
     "qr-frame-uncapped": variant(retraction="qr", capped=False),
     # The elementwise quotient amplifies the rounding of a cancelled lambda W by up to ||G|| / eps: no
@@ -164,12 +169,20 @@ VARIANTS = {
     "qr-elementwise-uncapped": variant(retraction="qr", moment="elementwise", capped=False,
                                        properties=[p for p in EXPECTED if p != "decay-annihilated"]),
     "cayley-frame-capped": variant(retraction="cayley"),
+    "cayley-frame-uncapped": variant(retraction="cayley", capped=False),
     "polar-column-capped": variant(moment="column"),
     "polar-elementwise-capped": variant(moment="elementwise"),
     "canonical-polar-frame-capped": variant(metric="canonical"),
-    "polar-frame-not-transported": variant(transport="none"),
+    # The first moment projected at the next step instead of after the retraction: B2 in exact
+    # arithmetic, and so declared.
+    "polar-frame-moment-at-next-step": variant(transport="at-next-step", reference="b2", properties=ALL),
+    # The quotient m_hat / denom not re-projected: under one second moment per frame it is tangent
+    # already (m is), so the step is B2's in exact arithmetic.
+    "polar-frame-quotient-not-projected": variant(project_quotient=False, reference="b2", properties=ALL),
+    # Never projected: Pi_{W_t} Pi_{W_t-1} is not Pi_{W_t}, so the moment keeps what B2's transport
+    # drops. Declared against B2 to show it is not B2.
+    "polar-frame-not-transported": variant(transport="none", reference="b2", properties=ALL),
     "polar-frame-decoupled-decay": variant(decay="decoupled", weight_decay=0.05),
-    "polar-frame-coupled-decay": variant(decay="coupled", weight_decay=0.05),
     "project-twice-sym": variant(project_bug=True),
 }
 

@@ -3,7 +3,9 @@
 # certificate certifies exactly the declared properties, reports every other one as an observation,
 # and names what fails.
 #   - the paper's B2 with coupled weight decay, written as a user writes it (lambda through the
-#     settings, agreement with core/'s B2 declared), is certified;
+#     settings, agreement with core/'s B2 declared), is certified; so are B2 with its first moment
+#     projected at the next step instead of after the retraction, and B2 whose quotient is not
+#     projected again (both B2 in exact arithmetic);
 #   - Riemannian Adam with a sign-fixed QR retraction and one second moment per frame, uncapped,
 #     declaring no reference, exits 0;
 #   - the same with Adam's elementwise second moment, declaring equivariance, exits 1, naming
@@ -17,7 +19,7 @@ py=python3  # the tests' Python (STIEFEL_TEST_PYTHON, first on PATH): ci/setup i
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $1"; exit 1; }
 "$py" "$source/scripts/make_rule_variants.py" "$work/rules" b2-coupled-decay qr-frame-uncapped qr-elementwise-uncapped \
-  project-twice-sym || fail "make_rule_variants.py failed"
+  project-twice-sym polar-frame-moment-at-next-step polar-frame-quotient-not-projected || fail "make_rule_variants.py failed"
 certify() {  # certify NAME [CONFIG]: sets rc; the log in $work/NAME.log, the certificate in $work/NAME.cert.json
   "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "${2:-$work/rules/$1.json}" --jobs 2 \
     --out "$work/$1.cert.json" > "$work/$1.log" 2>&1
@@ -39,6 +41,12 @@ rule-on-manifold-b2-coupled-decay certified certified
 rule-projection-b2-coupled-decay certified certified
 rule-retraction-b2-coupled-decay certified certified
 rule-scale-free-b2-coupled-decay certified certified" ] || fail "B2 with coupled decay: $got"
+
+# Two more rules that are B2 in exact arithmetic, each declaring agreement with core/'s B2.
+for b2 in polar-frame-moment-at-next-step polar-frame-quotient-not-projected; do
+  certify "$b2"
+  [ "$rc" -eq 0 ] || { cat "$work/$b2.log"; fail "$b2 (B2 in exact arithmetic): exit $rc, expected 0"; }
+done
 
 certify qr-frame-uncapped
 [ "$rc" -eq 0 ] || { cat "$work/qr-frame-uncapped.log"; fail "the QR-retraction Adam: exit $rc, expected 0"; }
