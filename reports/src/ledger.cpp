@@ -146,7 +146,29 @@ Evidence judge_table(const json& claim, const json& table) {
     if (type == "above" || type == "ratio_above") met = at_most(bound, compare, magnitude);
     if (type == "within")  // "value ± tolerance": a value outside contradicts the claim
       met = at_most(std::fabs(compare - bound), rule["tolerance"].get<double>(), magnitude);
+    // A flatness criterion that also asks the paired t-test not to tell the arms apart (§4.7: |Δ| <
+    // 0.2 pp and p > 0.5): both halves must hold. Without a t statistic (the same difference on
+    // every seed) p is 1 where that difference is 0, else 0.
+    if (type == "within" && rule.contains("p_above")) {
+      if (!c.contains("diff_mean")) return e;
+      const double p = c.contains("p") ? c["p"].get<double>() : c["diff_mean"].get<double>() == 0 ? 1.0 : 0.0;
+      e.ours += ", p = " + num(p);
+      met = met && p > rule["p_above"].get<double>();
+    }
     e.verdict = met ? "confirmed" : "refuted";
+    // The paper's other statements of the same value (its readings: "± 0.50" in a table, "± 0.61" in
+    // its text): judged the same way against each, a verdict that differs between them settles
+    // nothing.
+    if (type == "within" && rule.contains("readings")) {
+      for (const auto& reading : rule["readings"]) {
+        const double other = reading["value"].get<double>();
+        const bool also = at_most(std::fabs(compare - other), rule["tolerance"].get<double>(),
+                                  std::max(std::fabs(compare), std::fabs(other)));
+        e.ours += "; against " + num(other) + " (" + reading["where"].get<std::string>() +
+                  "): " + (also ? "within" : "outside");
+        if (also != met) e.verdict = "not confirmed";
+      }
+    }
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }

@@ -19,7 +19,11 @@ The part of docs/findings.md under "# What the experiments find" is checked, sec
       * every other decimal number, signed where the prose gives a sign (−0.14 does not quote
         0.14; "drops by 0.87" quotes −0.87), a percentage possibly quoting a fraction (86.8%
         quotes 0.8676);
-  - no section cites a ledger row by its number, which changes as claims are added.
+  - no section cites a ledger row by its number, which changes as claims are added;
+  - a bound on the constrained frames' isometry error ("every constrained arm stays below 4e-08",
+    "≤ 4e-8 at every size") holds for every constrained arm of the reports it names, at the
+    precision of their JSON (iso_max_run of each arm whose largest error is below 1e-3): a bound
+    that a rounded table cell meets but a run exceeds is a false statement.
 A number that no named report holds is a stale quote, or a figure that belongs in a report.
 """
 import json
@@ -143,6 +147,33 @@ def check_section(title, section, pool, sources, failures):
     return checked
 
 
+BOUND = re.compile(r"(below|under|at or below|at most|≤)\s+(" + SIGNED + r")")
+
+
+def check_isometry_bounds(title, section, reports, failures):
+    """Each isometry bound of the section against the constrained arms of its reports' JSON."""
+    worst, where = 0.0, None
+    for path in reports:
+        for group in json.loads(path.read_text()).get("groups", []):
+            for arm in group.get("arms", []):
+                v = arm.get("iso_max_run")
+                if isinstance(v, (int, float)) and v < 1e-3 and v > worst:
+                    worst, where = v, f"{path.stem} {group.get('id', '')} {arm.get('id', '')}"
+    checked = 0
+    for sentence in re.split(r"(?<=\.)\s+|\n(?=- )", plain(prose(section))):
+        if "isometry" not in sentence:
+            continue
+        for relation, bound in BOUND.findall(sentence):
+            if Decimal(bound) > Decimal("1e-3"):
+                continue
+            checked += 1
+            strict = relation in ("below", "under")
+            if worst > float(bound) or (strict and worst == float(bound)):
+                failures.append(f"section '{title}' bounds the isometry error {relation} {bound}, but {where} "
+                                f"reaches {worst:.4g}")
+    return checked
+
+
 def ledger_rows(root):
     rows = [[c.strip() for c in row.split(" | ")]
             for row in (root / "reports/CLAIMS.md").read_text().splitlines() if row.startswith("| ")]
@@ -210,6 +241,8 @@ def main(root):
             texts.append((root / name).read_text())
             texts += report_rows(ledger, name)
         checked += check_section(title, section, Pool(texts), ", ".join(files), failures)
+        jsons = [root / (n[: -len(".md")] + ".json") for n in named if (root / (n[: -len(".md")] + ".json")).is_file()]
+        checked += check_isometry_bounds(title, section, jsons, failures)
     if failures:
         sys.exit("FAIL: docs/findings.md\n  " + "\n  ".join(failures))
     print(f"findings.md: {certificate_sections} certificate sections quote the certificate "

@@ -152,6 +152,32 @@ std::string verdict(const json& rule, const json& table, const char* field = "vs
   return ledger_row(rule, {table}, field)["verdict"];
 }
 
+// §4.7's flatness criterion has two halves, |Δ| < 0.2 pp and p > 0.5: a small difference the paired
+// t-test tells apart (p ≤ 0.5) is not flat, and one of the same size with p > 0.5 is.
+TEST(Ledger, AFlatnessCriterionJudgesBothHalves) {
+  const json flat = {{"type", "within"}, {"value", 0.0}, {"tolerance", 0.2}, {"p_above", 0.5}};
+  auto with_p = [](json table, double p) {
+    table["groups"][0]["arms"][1]["vs_baseline"]["p"] = p;
+    return table;
+  };
+  EXPECT_EQ(verdict(flat, with_p(table_with(-0.1, 0.3, 1, 1), 0.94)), "confirmed");
+  EXPECT_EQ(verdict(flat, with_p(table_with(-0.1, 0.3, 1, 1), 0.48)), "refuted");
+  EXPECT_EQ(verdict(flat, with_p(table_with(0.2, 0.8, 1, 1), 0.94)), "refuted");
+  // Without a t statistic: the same difference on every seed, flat only where it is 0.
+  EXPECT_EQ(verdict(flat, table_with(0, 0, 1, 1)), "confirmed");
+  EXPECT_EQ(verdict(flat, table_with(0.1, 0.1, 1, 1)), "refuted");
+}
+
+// A value the paper states two ways ("± 0.50" in a table, "± 0.61" in its text) is judged against
+// each; verdicts that differ settle nothing.
+TEST(Ledger, AValueThePaperStatesTwoWaysIsJudgedUnderBoth) {
+  const json rule = {
+      {"type", "within"}, {"value", 0.5}, {"tolerance", 0.3}, {"readings", {{{"value", 0.61}, {"where", "the text"}}}}};
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.2937), "iso_final_mean"), "not confirmed");
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.55), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
+}
+
 TEST(Ledger, VerdictRules) {
   const json pos = {{"type", "positive"}}, neg = {{"type", "negative"}}, nul = {{"type", "null"}};
   EXPECT_EQ(verdict(pos, table_with(1, 3, 1, 1)), "confirmed");
