@@ -1,0 +1,107 @@
+"""The Python side of `stiefel certify --rule` (python/stiefel_rule): a rule written as plain
+PyTorch functions is exported to the TorchScript file and config `stiefel` reads, what would fail is
+said in Python, and the exported rule certifies. Run: python3 tests/python/test_stiefel_rule.py (STIEFEL:
+the stiefel program, for the end-to-end test)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from typing import Dict, List, Tuple
+
+import torch
+from torch import Tensor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import stiefel_rule  # noqa: E402
+
+
+def project(w: Tensor, x: Tensor) -> Tensor:
+    a = w.transpose(-2, -1) @ x
+    return x - w @ ((a + a.transpose(-2, -1)) / 2)
+
+
+def retract(w: Tensor, eta: Tensor) -> Tensor:
+    u, _, vh = torch.linalg.svd(w + eta, full_matrices=False)
+    return u @ vh
+
+
+def normalised_sgd(w: Tensor, g: Tensor, state: List[Tensor],
+                   settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
+    """Riemannian SGD with the step normalised per frame: scale-free, equivariant, on St(d, r)."""
+    xi = project(w, g)
+    norm = xi.pow(2).sum((-2, -1), keepdim=True).sqrt()
+    return retract(w, -settings["lr"] * xi / (norm + settings["eps"])), state
+
+
+def wrong_shape(w: Tensor, g: Tensor, state: List[Tensor],
+                settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
+    return w[:, :, :1], state
+
+
+def not_scriptable(w, g, state, settings):  # no annotations: w is taken for a Tensor, settings too
+    return w * settings["lr"], state
+
+
+class Export(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.addCleanup(self.dir.cleanup)
+        self.path = os.path.join(self.dir.name, "nsgd.pt")
+
+    def test_writes_the_module_and_its_config(self):
+        pt, config = stiefel_rule.export(normalised_sgd, self.path, name="nsgd", settings={"momentum": 0.5},
+                                         properties=["on-manifold", "projection"], project=project, retract=retract)
+        self.assertEqual((pt, config), (self.path, self.path[:-3] + ".json"))
+        m = torch.jit.load(pt)
+        w = torch.linalg.qr(torch.randn(2, 6, 3, dtype=torch.float64))[0]
+        nxt, state = m(w, torch.randn_like(w), [], {"lr": 0.1, "eps": 1e-8})
+        self.assertEqual(nxt.shape, w.shape)
+        self.assertLess((nxt.transpose(-2, -1) @ nxt - torch.eye(3, dtype=torch.float64)).abs().max().item(), 1e-12)
+        self.assertTrue(torch.allclose(m.project(w, w), torch.zeros_like(w), atol=1e-12))
+        with open(config) as f:
+            self.assertEqual(json.load(f), {"name": "nsgd", "properties": ["on-manifold", "projection"],
+                                            "settings": {"momentum": 0.5}})
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["nsgd.json", "nsgd.pt"])  # no temporary left
+
+    def test_says_what_would_fail(self):
+        self.assertEqual(stiefel_rule.check(normalised_sgd, project=project, retract=retract), [])
+        [problem] = stiefel_rule.check(wrong_shape)
+        self.assertIn("shape [3, 5, 1] for [3, 5, 2]", problem)
+        problems = stiefel_rule.check(not_scriptable)
+        self.assertEqual(len(problems), 1)
+        self.assertIn("not_scriptable", problems[0])
+        self.assertIn("does not compile with TorchScript", problems[0])
+
+    def test_refuses_a_declaration_stiefel_would_refuse(self):
+        for kwargs, message in [({"properties": ["isometry"]}, "unknown properties"),
+                                ({"properties": ["agrees-with-reference"]}, "needs a reference"),
+                                ({"properties": ["projection"]}, "needs project="),
+                                ({"reference": "b3"}, "is not one of"),
+                                ({"settings": {"lr": 0.1}}, "each claim sets lr and eps")]:
+            with self.assertRaisesRegex(stiefel_rule.RuleError, message):
+                stiefel_rule.export(normalised_sgd, self.path, **kwargs)
+            self.assertFalse(os.path.exists(self.path))
+        with self.assertRaisesRegex(stiefel_rule.RuleError, "shape"):
+            stiefel_rule.export(wrong_shape, self.path)
+        self.assertFalse(os.path.exists(self.path))
+
+    @unittest.skipUnless(os.environ.get("STIEFEL"), "STIEFEL names the stiefel program")
+    def test_the_exported_rule_certifies(self):
+        stiefel_rule.export(normalised_sgd, self.path, name="nsgd", properties=[
+            "on-manifold", "frozen", "scale-free", "equivariance", "projection", "retraction"],
+            project=project, retract=retract)
+        out = os.path.join(self.dir.name, "nsgd.cert.json")
+        p = subprocess.run([os.environ["STIEFEL"], "certify", "--rule", self.path, "--rule-config",
+                            self.path[:-3] + ".json", "--cases", "10", "--jobs", "2", "--out", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        with open(out) as f:
+            verdicts = {k["id"]: (k["expected"], k["observed"]) for k in json.load(f)["claims"]}
+        self.assertEqual(verdicts["rule-projection-nsgd"], ("certified", "certified"))
+        self.assertEqual(verdicts["rule-decay-annihilated-nsgd"][0], "observed")
+
+
+if __name__ == "__main__":
+    unittest.main()
