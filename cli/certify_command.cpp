@@ -139,6 +139,11 @@ void print_failures(const nlohmann::json& certificate, std::ostream& log) {
               << (ce[slot].contains("detail") && !ce[slot]["detail"].empty() ? " " + ce[slot]["detail"].dump() : "")
               << "\n";
     }
+    if (const auto& ce = k.value("counterexample", nlohmann::json()); ce.is_object() && ce.contains("float64") &&
+                                                                      ce["float64"].contains("detail") &&
+                                                                      ce["float64"]["detail"].contains("diagnosis"))
+      log << "  first stage that differs from the reference: "
+          << ce["float64"]["detail"]["diagnosis"].value("first_stage_differing", "") << "\n";
     if (k.contains("precision_behaviour") && k["precision_behaviour"].is_string())
       log << "  " << k["precision_behaviour"].get<std::string>() << "; established: " << k.value("established", "")
           << "\n";

@@ -12,14 +12,18 @@
 #     equivariance and nothing else; declaring nothing of equivariance it exits 0, and the
 #     certificate reports equivariance as an observation, refuted;
 #   - a rule whose exposed projection removes the symmetric part twice is refuted on the projection
-#     claim, by name, its idempotency residual shown.
+#     claim, by name, its idempotency residual shown;
+#   - a rule declared against core/'s B2 that is not B2 is refuted with the first stage that differs
+#     named: the elementwise moment (direction), the QR retraction (retraction), no cap (step cap),
+#     the first moment never transported (moments).
 set -uo pipefail
 stiefel=$1 source=$2 work=$3
 py=python3  # the tests' Python (STIEFEL_TEST_PYTHON, first on PATH): ci/setup installs python3-torch for it
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $1"; exit 1; }
 "$py" "$source/scripts/make_rule_variants.py" "$work/rules" b2-coupled-decay qr-frame-uncapped qr-elementwise-uncapped \
-  project-twice-sym polar-frame-moment-at-next-step polar-frame-quotient-not-projected || fail "make_rule_variants.py failed"
+  project-twice-sym polar-frame-moment-at-next-step polar-frame-quotient-not-projected polar-elementwise-capped \
+  polar-frame-uncapped polar-frame-not-transported || fail "make_rule_variants.py failed"
 certify() {  # certify NAME [CONFIG]: sets rc; the log in $work/NAME.log, the certificate in $work/NAME.cert.json
   "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "${2:-$work/rules/$1.json}" --jobs 2 \
     --out "$work/$1.cert.json" > "$work/$1.log" 2>&1
@@ -76,4 +80,17 @@ k = next(k for k in json.load(open(sys.argv[1]))["claims"] if k["id"] == "rule-p
 d = k["counterexample"]["float64"]["detail"]
 assert d["idempotent"] > 0.1 and d["kills_normal"] > 0.1, d' "$work/project-twice-sym.cert.json" ||
   fail "the projection's counterexample does not show the idempotency defect"
+# The first stage that differs from the declared reference.
+for pair in "polar-elementwise-capped:direction" "qr-frame-uncapped:retraction" "polar-frame-uncapped:step cap" \
+  "polar-frame-not-transported:moments"; do
+  v=${pair%%:*} stage=${pair#*:}
+  "$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); c["reference"]="b2"; c["properties"]=["agrees-with-reference"]; json.dump(c, open(sys.argv[2], "w"))' \
+    "$work/rules/$v.json" "$work/$v.ref.json"
+  "$stiefel" certify --rule "$work/rules/$v.pt" --rule-config "$work/$v.ref.json" --claims "^rule-agrees-with-core-$v\$" \
+    --jobs 2 --out "$work/$v.ref.cert.json" > "$work/$v.ref.log" 2>&1
+  rc=$?
+  [ "$rc" -eq 1 ] || { cat "$work/$v.ref.log"; fail "$v against B2: exit $rc, expected 1"; }
+  grep -q "^  first stage that differs from the reference: $stage" "$work/$v.ref.log" ||
+    { cat "$work/$v.ref.log"; fail "$v against B2: the first stage that differs is not '$stage'"; }
+done
 echo "declared rules: B2 with coupled decay and the QR Adam certified; equivariance and the projection refuted by name"

@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <type_traits>
 
 #include <stiefel/exponential.h>
 
@@ -326,6 +327,10 @@ std::vector<Frames<S>> core_run(FrameRule rule, const Case& c, AgreementMutant m
   return out;
 }
 
+// Where an implementation disagrees with its reference, the first stage of the step that differs
+// (defined below, after core/'s rule through the interface).
+nlohmann::json diagnose_stages(const RuleImplementation& impl, FrameRule reference, const Case& c);
+
 template <class S>
 CheckResult agreement(const RuleImplementation& impl, const Case& drawn_case, AgreementMutant mutant) {
   // The fourth-order control runs both sides at eps = 0, so that its steps have their full size
@@ -354,6 +359,10 @@ CheckResult agreement(const RuleImplementation& impl, const Case& drawn_case, Ag
                              rounding_factor(impl, c, s, own_decay(s), /*same_gradients=*/own_decay(s) == 0)));
   }
   out.detail = {{"rule", frame_rule_arm(drawn)}};
+  // A single-rule implementation that is not its reference: which stage differs first.
+  if constexpr (std::is_same_v<S, double>)
+    if (mutant == AgreementMutant::kNone && !impl.only_rule.empty() && !(out.ratio <= 30))
+      out.detail["diagnosis"] = diagnose_stages(impl, drawn, c);
   return out;
 }
 
@@ -1114,6 +1123,61 @@ class CoreRule final : public UpdateRule {
   RuleSettings s_;
   RiemannianAdamState<double> state_;
 };
+
+// The stages of one step, each isolated by a probe on the case's frames and a Gaussian gradient,
+// the implementation and core/'s reference run side by side from fresh state (weight decay 0):
+//   direction    one step at rate 1e-6: (W_1 - W_0) / lr is the projected, normalised first step,
+//                to first order (a retraction's difference is O(lr) relative)
+//   retraction   one step at rate 1e-2, below the cap: the second-order part of the displacement
+//   cap          one step at rate 1, where the cap binds (tau sqrt(r) per frame)
+//   moment       four steps at rate 0.1 on changing gradients: the first and second moments,
+//                their bias correction and the first moment's transport
+// A probe differs when the largest entry of the difference exceeds 1e-6 of the displacement's
+// (relative: rounding is far below). The first that differs is named; none differing means the
+// rules part only over longer runs (the case's own steps).
+nlohmann::json diagnose_stages(const RuleImplementation& impl, FrameRule reference, const Case& c) {
+  struct Probe {
+    const char* stage;
+    double lr;
+    int steps;
+  };
+  constexpr Probe kProbes[] = {{"direction (projection and normalisation of the first step)", 1e-6, 1},
+                               {"retraction", 1e-2, 1},
+                               {"step cap", 1.0, 1},
+                               {"moments (bias correction, transport of the first moment)", 1e-1, 4}};
+  nlohmann::json probes = nlohmann::json::array();
+  std::string first;
+  for (const Probe& p : kProbes) {
+    RuleSettings mine = impl.declaration ? impl.declaration->settings : settings_of(reference, p.lr, 1e-8);
+    mine.lr = p.lr;
+    mine.eps = 1e-8;
+    if (mine.weight_decay) mine.weight_decay = 0.0;
+    const RuleSettings ref = settings_of(reference, p.lr, 1e-8);
+    Rng rng(c.seed ^ 0x9e3779b97f4a7c15ULL);
+    const Frames<double> w0 = random_frames<double>(rng, {c.d, c.r}, c.heads);
+    auto a = impl.make();
+    auto b = core_rule_implementation().make();
+    a->start(w0, mine);
+    b->start(w0, ref);
+    Frames<double> wa = w0, wb = w0;
+    double diff = 0, moved = 0;
+    for (int t = 0; t < p.steps; ++t) {
+      Frames<double> g;
+      for (int h = 0; h < c.heads; ++h) g.push_back(gaussian_matrix<double>(rng, c.d, c.r));
+      wa = a->step(wa, g);
+      wb = b->step(wb, g);
+    }
+    diff = max_abs_difference(wa, wb);
+    moved = max_abs_difference(wb, w0);
+    const double relative = diff / std::max(moved, 1e-300);
+    const bool differs = !(relative <= 1e-6);
+    probes.push_back({{"stage", p.stage}, {"lr", p.lr}, {"steps", p.steps}, {"relative_difference", relative}});
+    if (differs && first.empty()) first = p.stage;
+  }
+  return {{"first_stage_differing",
+           first.empty() ? "none of the isolated stages (the rules part over longer runs)" : first},
+          {"probes", probes}};
+}
 
 std::vector<RuleImplementation>& added_implementations() {
   static std::vector<RuleImplementation> impls;
