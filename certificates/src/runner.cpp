@@ -431,7 +431,11 @@ nlohmann::json generator_json() {
   const std::string git = "git -C '" STIEFEL_SOURCE_DIR "' ";
   std::string sha = run_command(git + "rev-parse HEAD 2>/dev/null");
   nlohmann::json dirty = nullptr;
-  if (!sha.empty()) dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
+  // The tree the certificate was made from is its sources: results/ (records a grid trains in the
+  // checkout moves on) and reports/ (made from them, the certificate among them) are not sources.
+  if (!sha.empty())
+    dirty =
+        !run_command(git + "status --porcelain --untracked-files=no -- . ':!results' ':!reports' 2>/dev/null").empty();
   return {{"name", "stiefel certify"},
           {"version", STIEFEL_VERSION},
           {"git_sha", sha.empty() ? nlohmann::json(nullptr) : nlohmann::json(sha)},

@@ -39,4 +39,6 @@ PY
   echo "the default group ran a paper-size claim"; exit 1; }
 grep -q "matches no registered claim of group 'default'" "$work/none.txt"
 [ ! -e "$work/none.json" ]
+# The committed reports/certificate-paper-size.json is this run's (the same command).
+python3 "$(dirname "$0")/same_certificate.py" "$(dirname "$schema")/../reports/certificate-paper-size.json" "$cert"
 echo "paper-size group ok"

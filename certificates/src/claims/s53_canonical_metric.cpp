@@ -9,16 +9,22 @@ namespace {
 Claim s53_canonical_gradient() {
   Claim c = make_claim("s53-canonical-gradient", "eq. (4), §4.3, §5.3", "identity",
                        "grad^can = G - W G^T W is the Riesz representer of the Euclidean differential "
-                       "in the canonical metric: g_c(grad^can, xi) = <G, xi> for every tangent xi.");
+                       "in the canonical metric: it is tangent, and g_c(grad^can, xi) = <G, xi> for every tangent "
+                       "xi.");
   c.generator =
       "d in [2,24], r in [2,d] (at r = 1 the two metrics coincide on T_W St), G scaled "
       "by 10^[-12,12], two random tangent vectors";
-  c.residual = "|g_c(grad^can, xi) - <G, xi>| / (||G|| ||xi||); factor d";
+  c.residual =
+      "the larger of |g_c(grad^can, xi) - <G, xi>| / (||G|| ||xi||) and ||sym(W^T grad^can)|| / ||G|| (the "
+      "Riesz identity alone holds for grad^can + W S, S symmetric); factor d";
   c.analysis = "Edelman, Arias & Smith (1998), (2.53).";
   c.generator_fn = [] { return gen::frame({.min_r = 2}); };
   set_check(
       c, &check_canonical_riesz<double>, &check_canonical_riesz<mp50>,
-      {{CanonicalRieszMutant::kEmbeddedGradient, "embedded-gradient", "Pi_W G in place of the canonical gradient"}});
+      {{CanonicalRieszMutant::kEmbeddedGradient, "embedded-gradient", "Pi_W G in place of the canonical gradient"},
+       {CanonicalRieszMutant::kForgotSkew, "forgot-skew",
+        "G + W W^T G (the canonical gradient plus W times a symmetric matrix: the Riesz identity holds, "
+        "tangency fails)"}});
   return c;
 }
 

@@ -7,18 +7,25 @@
 
 namespace stiefel::certificates {
 
-enum class CanonicalRieszMutant { kNone, kEmbeddedGradient };
+enum class CanonicalRieszMutant { kNone, kEmbeddedGradient, kForgotSkew };
 enum class CanonicalNormMutant { kNone, kFrobeniusNorm };
 
-// g_c(∇^can, ξ) = ⟨G, ξ⟩ for two random tangent ξ, normalised by ‖G‖‖ξ‖; factor d.
+// g_c(∇^can, ξ) = ⟨G, ξ⟩ for two random tangent ξ, normalised by ‖G‖‖ξ‖; and ∇^can is tangent,
+// sym(Wᵀ∇^can) = 0, normalised by ‖G‖: the Riesz identity alone holds for ∇^can + W S with any
+// symmetric S (g_c(W S, ξ) = 0), e.g. G + W WᵀG, which is not tangent. Factor d.
 template <class S>
 CheckResult check_canonical_riesz(const Case& c, CanonicalRieszMutant mutant) {
   Rng rng(c.seed);
   const Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
   const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r) * S(pow10(c.log10_scale));
-  const Matrix<S> grad =
-      mutant == CanonicalRieszMutant::kEmbeddedGradient ? project_tangent(w, g) : canonical_gradient(w, g);
+  const Matrix<S> grad = mutant == CanonicalRieszMutant::kEmbeddedGradient ? project_tangent(w, g)
+                         : mutant == CanonicalRieszMutant::kForgotSkew     ? Matrix<S>(g + w * (w.transpose() * g))
+                                                                           : canonical_gradient(w, g);
   CheckResult worst;
+  const Matrix<S> wtg = w.transpose() * grad;
+  keep_worst(worst,
+             identity_result(matrix_identity<S>("sym(W^T grad^can) = 0", Matrix<S>::Zero(c.r, c.r),
+                                                Matrix<S>((wtg + wtg.transpose()) / S(2)), S(g.norm()), double(c.d))));
   for (int k = 0; k < 2; ++k) {
     const Matrix<S> xi = random_tangent<S>(rng, w);
     keep_worst(worst, identity_result(scalar_identity<S>("g_c(grad^can, xi) = <G, xi>", frobenius_inner<S>(g, xi),
