@@ -25,7 +25,7 @@ fail() { echo "FAIL: $1"; exit 1; }
   project-twice-sym polar-frame-moment-at-next-step polar-frame-quotient-not-projected polar-elementwise-capped \
   polar-frame-uncapped polar-frame-not-transported || fail "make_rule_variants.py failed"
 certify() {  # certify NAME [CONFIG]: sets rc; the log in $work/NAME.log, the certificate in $work/NAME.cert.json
-  "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "${2:-$work/rules/$1.json}" --jobs 2 \
+  "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "${2:-$work/rules/$1.json}" --jobs 2 --cases 12 \
     --out "$work/$1.cert.json" > "$work/$1.log" 2>&1
   rc=$?
 }

@@ -426,8 +426,11 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
   const double factor = std::ldexp(1.0, int(c.log10_c));
   const double eps = gradient_norm_range(c).second;
   CheckResult out;
-  for (const RuleSettings& zero :
+  for (RuleSettings zero :
        settings_list(impl, c, {std::begin(kFrameRules), std::end(kFrameRules)}, 0.0, /*adaptive_only=*/true)) {
+    // A rule's own decay is a setting, the same in both runs: drawn against the smaller run's
+    // gradients (c < 1 shrinks them), so that lambda W's cancellation stays within their rounding.
+    if (zero.weight_decay) *zero.weight_decay *= std::min(1.0, factor);
     RuleSettings positive = zero;
     positive.eps = eps;
     if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, zero.lr, 20);
