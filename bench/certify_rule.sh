@@ -12,7 +12,8 @@ variants=("${@:-b2-coupled-decay}")
 [ $# -gt 0 ] || variants=(b2-coupled-decay qr-frame-uncapped)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-python3 "$(dirname "$0")/../scripts/make_rule_variants.py" "$out/rules" "${variants[@]}"
+# Debian's python3-torch (ci/setup), the PyTorch the LibTorch of `stiefel` matches.
+/usr/bin/python3 "$(dirname "$0")/../scripts/make_rule_variants.py" "$out/rules" "${variants[@]}"
 for v in "${variants[@]}"; do
   for i in $(seq "$repeat"); do
     start=$(date +%s.%N)
