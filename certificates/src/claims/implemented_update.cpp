@@ -52,7 +52,9 @@ Claim update_step_tangent_every_rule() {
       "the cap), from the check's own state (m and v from zero, its own step count t), not from core/'s: "
       "||m - m_hand|| over ||g|| + ||m_hand,prev||, ||v - v_hand|| over its scale, and ||eta - eta_hand|| "
       "over the step's scale times the conditioning 1 + kappa of core's 1 - beta^t (kappa = beta^t / (1 - "
-      "beta^t), both betas); for the fixed-step rules ||eta - eta_hand|| over lr ||G||; factor d*r";
+      "beta^t), both betas); for the fixed-step rules ||eta - eta_hand|| over lr ||G||; and the retraction by hand, "
+      "||W_(t+1) - (W + eta) M^(-1/2)|| over 1 + ||eta||^2 with M = (W + eta)^T (W + eta) by its eigendecomposition; "
+      "factor d*r";
   c.analysis =
       "Every step re-projects, the polar factor is on St(d,r) to rounding, and the cap "
       "rescales each head separately; exact up to rounding." +
@@ -89,7 +91,10 @@ Claim update_step_tangent_every_rule() {
               "the cap tau sqrt(r) applied to the [H,d,r] step as a whole"},
              {UpdateMutant::kStepCounterAhead, "step-counter-ahead",
               "core/'s state starting with its step counter at 1 (every step bias-corrected as the next one): "
-              "a bug carried in the state, which only a recomputation from the check's own state sees"}});
+              "a bug carried in the state, which only a recomputation from the check's own state sees"},
+             {UpdateMutant::kCayleyRetraction, "cayley-retraction",
+              "the Cayley transform (I - A/2)^-1 (I + A/2) W in place of the polar factor: another retraction on "
+              "the manifold, which only the retraction recomputed by hand sees"}});
   return c;
 }
 

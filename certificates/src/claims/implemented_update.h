@@ -25,7 +25,8 @@ enum class UpdateMutant {
   kMomentNotReprojected,
   kSecondOrderPolar,
   kCapWholeTensor,
-  kStepCounterAhead
+  kStepCounterAhead,
+  kCayleyRetraction
 };
 enum class LongRunMutant { kNone, kSecondOrderPolar };
 // The per-frame second moment under the readings a user could take for Bécigneul–Ganea's: the mean
@@ -137,6 +138,35 @@ S normal_part(const Matrix<S>& w, const Matrix<S>& x, bool horizontal) {
 template <class S>
 Matrix<S> second_order_polar(const Matrix<S>& w, const Matrix<S>& eta) {
   return (w + eta) * (Matrix<S>::Identity(eta.cols(), eta.cols()) - eta.transpose() * eta / S(2));
+}
+
+// The polar retraction by hand, with no core/ function: Y = (W + η) M^(−1/2), M = (W + η)ᵀ(W + η)
+// by its symmetric eigendecomposition (core/ takes the SVD of W + η). For a tangent η, M = I + ηᵀη.
+template <class S>
+Matrix<S> polar_by_hand(const Matrix<S>& w, const Matrix<S>& eta) {
+  const Matrix<S> a = w + eta;
+  const Matrix<S> gram = a.transpose() * a;
+  Eigen::SelfAdjointEigenSolver<Matrix<S>> es(gram);
+  Matrix<S> inv_sqrt = Matrix<S>::Zero(gram.rows(), gram.cols());
+  for (Index i = 0; i < gram.rows(); ++i) {
+    using std::sqrt;
+    const Matrix<S> v = es.eigenvectors().col(i);
+    inv_sqrt += v * v.transpose() / S(sqrt(es.eigenvalues()(i)));
+  }
+  return a * inv_sqrt;
+}
+
+// Another retraction, on the manifold and of the same first order: the Cayley transform (Wen & Yin
+// 2013), (I − A/2)^(−1)(I + A/2) W with A = P η Wᵀ − W ηᵀ P, P = I − WWᵀ/2. It parts from the polar
+// factor at third order in ‖η‖ even at r = 1, where the QR factor of W + η is the polar one; an
+// isometry check cannot see it.
+template <class S>
+Matrix<S> cayley_retraction(const Matrix<S>& w, const Matrix<S>& eta) {
+  const Index d = w.rows();
+  const Matrix<S> eye = Matrix<S>::Identity(d, d);
+  const Matrix<S> p = eye - w * w.transpose() / S(2);
+  const Matrix<S> a = p * eta * w.transpose() - w * eta.transpose() * p;
+  return Matrix<S>(eye - a / S(2)).partialPivLu().solve(Matrix<S>((eye + a / S(2)) * w));
 }
 
 struct UpdateRatios {
@@ -301,18 +331,29 @@ Frames<S> adam_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, con
     out.keep(out.cap, residual_ratio<S>(abs(eta.norm() - kept), S(kappa * scale), factor), rule);
   }
   const Frames<S> m_before = dir.state.m;
+  const Frames<S> etas = dir.eta;
   RiemannianAdamResult<S> res;
-  if (mutant == UpdateMutant::kMomentNotReprojected || mutant == UpdateMutant::kSecondOrderPolar) {
-    const bool expand = mutant == UpdateMutant::kSecondOrderPolar;
+  if (mutant == UpdateMutant::kMomentNotReprojected || mutant == UpdateMutant::kSecondOrderPolar ||
+      mutant == UpdateMutant::kCayleyRetraction) {
+    const bool reprojected = mutant != UpdateMutant::kMomentNotReprojected;
     res = {{}, dir.state, dir.report};
     for (int h = 0; h < c.heads; ++h) {
-      res.frames.push_back(expand ? second_order_polar<S>(w[h], dir.eta[h])
-                                  : retract(hyper.retraction, w[h], dir.eta[h]));
-      if (expand) res.state.m[h] = reproject(hyper.map, res.frames[h], res.state.m[h]);
+      res.frames.push_back(mutant == UpdateMutant::kSecondOrderPolar   ? second_order_polar<S>(w[h], dir.eta[h])
+                           : mutant == UpdateMutant::kCayleyRetraction ? cayley_retraction<S>(w[h], dir.eta[h])
+                                                                       : retract(hyper.retraction, w[h], dir.eta[h]));
+      if (reprojected) res.state.m[h] = reproject(hyper.map, res.frames[h], res.state.m[h]);
     }
   } else {
     res = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
   }
+  // The retraction recomputed by hand from the step: the new frames are polar(W + η), not merely
+  // some orthonormal frame (QR, Cayley, polar(W − η) all pass the isometry check). The by-hand
+  // route squares W + η: its rounding grows with the conditioning 1 + ||η||², the normaliser.
+  for (int h = 0; h < c.heads; ++h)
+    out.keep(out.stages,
+             residual_ratio<S>(difference_norm<S>(res.frames[h], polar_by_hand<S>(w[h], etas[h])),
+                               S(1) + etas[h].norm(), factor),
+             rule);
   for (int h = 0; h < c.heads; ++h)
     out.keep(out.moment,
              residual_ratio<S>(normal_part(res.frames[h], res.state.m[h], horizontal), m_before[h].norm(), factor),
@@ -341,8 +382,13 @@ Frames<S> sgd_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, cons
     if (mutant == UpdateMutant::kNormalComponentLeft) eta += S(1e-6) * eta.norm() * w[h] / sqrt(S(c.r));
     out.keep(out.step,
              residual_ratio<S>(normal_part(w[h], eta, horizontal), S(hyper.lr * g[h].norm()), double(c.d * c.r)), rule);
-    next.push_back(mutant == UpdateMutant::kSecondOrderPolar ? second_order_polar<S>(w[h], eta)
-                                                             : retract(hyper.retraction, w[h], eta));
+    next.push_back(mutant == UpdateMutant::kSecondOrderPolar   ? second_order_polar<S>(w[h], eta)
+                   : mutant == UpdateMutant::kCayleyRetraction ? cayley_retraction<S>(w[h], eta)
+                                                               : retract(hyper.retraction, w[h], eta));
+    out.keep(out.stages,
+             residual_ratio<S>(difference_norm<S>(next.back(), polar_by_hand<S>(w[h], eta)), S(1) + eta.squaredNorm(),
+                               double(c.d * c.r)),
+             rule);
   }
   return next;
 }

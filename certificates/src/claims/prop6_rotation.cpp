@@ -53,7 +53,10 @@ Claim prop6ii_angle_bound() {
   };
   set_check(c, &check_angle_bound<double>, &check_angle_bound<mp50>,
             {{AngleBoundMutant::kUncappedStep, "uncapped-step",
-              "the uncapped horizontal step of the same gradient with ||eta||_F = 10 tau r"}});
+              "the uncapped horizontal step of the same gradient with ||eta||_F = 10 tau r"},
+             {AngleBoundMutant::kRankOneCapOnePercentOver, "rank-one-cap-1pct-over",
+              "a rank-one horizontal step capped at 1.01 tau sqrt(r), where the bound is tight (its one angle is "
+              "arctan ||eta||_F)"}});
   return c;
 }
 

@@ -9,7 +9,7 @@
 namespace stiefel::certificates {
 
 enum class SigmaMinMutant { kNone, kNormalComponentLeft };
-enum class AngleBoundMutant { kNone, kUncappedStep };
+enum class AngleBoundMutant { kNone, kUncappedStep, kRankOneCapOnePercentOver };
 enum class UncappedAngleMutant { kNone, kNormalComponentLeft };
 enum class UncappedStepMutant { kNone, kVerticalIgnored };
 
@@ -67,6 +67,16 @@ CheckResult check_angle_bound(const Case& c, AngleBoundMutant mutant) {
   if (mutant == AngleBoundMutant::kUncappedStep) {  // the uncapped horizontal step, ‖·‖_F = 10τr
     eta = project_horizontal(w, g);
     eta *= S(10) * tau * S(c.r) / eta.norm();
+  }
+  // The near miss where the bound is tight: a rank-one horizontal step (‖η‖₂ = ‖η‖_F, so its one
+  // angle is arctan ‖η‖_F exactly) capped 1 % above τ√r: the angle passes the bound by about
+  // 0.01 b (1 + b²)^(−3/2) in its sine.
+  if (mutant == AngleBoundMutant::kRankOneCapOnePercentOver) {
+    const Matrix<S> a = project_horizontal<S>(w, gaussian_matrix<S>(rng, c.d, 1));
+    Matrix<S> v = gaussian_matrix<S>(rng, c.r, 1);
+    v /= v.norm();
+    eta = a * v.transpose();
+    eta *= S(1.01) * b / eta.norm();
   }
   // sin θ_max = ‖(I − WWᵀ)Q‖₂ with Q an orthonormal basis of col(W + η) (Householder QR).
   const Matrix<S> q = orthonormal_factor<S>(Matrix<S>(w + eta), c.r);
