@@ -116,6 +116,12 @@ Evidence judge_table(const json& claim, const json& table) {
     compare /= w;
     e.ours = num(compare) + " (" + e.ours + " / " + num(w) + ")";
   }
+  // A value that overflowed (a scale times a large field, a ratio over a tiny denominator) meets
+  // every bound and none: it decides nothing.
+  if (!std::isfinite(compare)) {
+    e.ours += " (not finite: decides nothing)";
+    return e;
+  }
   const json c = arm->value("vs_baseline", json::object());
   const bool has_ci = c.contains("ci_low") && c.contains("ci_high");
   if (type == "positive" || type == "negative" || type == "null") {

@@ -178,6 +178,19 @@ TEST(Ledger, AValueThePaperStatesTwoWaysIsJudgedUnderBoth) {
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
 }
 
+// A scaled value that overflows to infinity confirms no rule ("below 1e308", "within 0 ± 0").
+TEST(Ledger, AValueThatOverflowsDecidesNothing) {
+  const json huge = table_with(0, 0, 1, 1e300);
+  const auto scaled = [&](const json& rule) {
+    return build_ledger(claims_with(rule, {{"arm", "b"}, {"field", "iso_final_mean"}, {"scale", 1e10}}), {huge},
+                        nullptr)["claims"][0]["verdict"]
+        .get<std::string>();
+  };
+  EXPECT_EQ(scaled({{"type", "below"}, {"value", 1e308}}), "not run");
+  EXPECT_EQ(scaled({{"type", "above"}, {"value", 0.0}}), "not run");
+  EXPECT_EQ(scaled({{"type", "within"}, {"value", 0.0}, {"tolerance", 0.0}}), "not run");
+}
+
 TEST(Ledger, VerdictRules) {
   const json pos = {{"type", "positive"}}, neg = {{"type", "negative"}}, nul = {{"type", "null"}};
   EXPECT_EQ(verdict(pos, table_with(1, 3, 1, 1)), "confirmed");
