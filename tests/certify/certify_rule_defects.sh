@@ -42,6 +42,17 @@ grep -q 'set another "name" in --rule-config' "$work/out.txt" || { cat "$work/ou
 echo '{"name": "core"}' > "$work/core.json"
 expect "(\"name\" in --rule-config $work/core.json) is taken" --rule "$rules/b2.pt" --rule-config "$work/core.json"
 
+# A declaration stiefel cannot honour is refused, naming the key.
+for pair in '{"properties": ["isometry"]}|holds "isometry", not one of' \
+  '{"properties": [], "settings": {"lr": 0.1}}|each claim sets lr and eps' \
+  '{"properties": [], "reference": "b3"}|'"'reference' 'b3' is not one of" \
+  '{"reference": "b2"}|belong to a rule that declares its' \
+  '{"properties": [], "settings": {"beta1": 1.5}}|'"settings 'beta1' must be in" \
+  '{"properties": ["projection"]}|declares '"'projection'"' but exposes no project(w, x)'; do
+  echo "${pair%%|*}" > "$work/declared.json"
+  expect "${pair#*|}" --rule "$rules/b2.pt" --rule-config "$work/declared.json"
+done
+
 # --out and --junit never overwrite the rule or its config.
 cp "$rules/b2.pt" "$work/mine.pt" && cp "$rules/b2.json" "$work/mine.json"
 for args in "--out $work/mine.pt" "--out $work/mine.json" "--junit $work/mine.pt --out $work/x.json" \

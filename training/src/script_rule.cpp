@@ -221,6 +221,71 @@ std::string not_a_file(const std::filesystem::path& path) {
   }
 }
 
+// "properties" and "reference" of a rule that declares what it is (its settings default to the
+// reference's, else to an uncapped Riemannian Adam's).
+void read_properties(const nlohmann::json& j, const std::string& where, ScriptRuleConfig& c) {
+  const auto& known = certificates::rule_property_names();
+  for (const auto& p : j["properties"]) {
+    if (!p.is_string() || std::find(known.begin(), known.end(), p.get<std::string>()) == known.end()) {
+      std::string list;
+      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
+      throw std::invalid_argument(where + ": 'properties' holds " + p.dump() + ", not one of " + list);
+    }
+    if (std::find(c.properties.begin(), c.properties.end(), p.get<std::string>()) == c.properties.end())
+      c.properties.push_back(p);
+  }
+  if (j.contains("reference")) {
+    c.reference = j["reference"];
+    const auto& refs = certifiable_rules();
+    if (std::find(refs.begin(), refs.end(), c.reference) == refs.end()) {
+      std::string list;
+      for (const auto& n : refs) list += (list.empty() ? "" : ", ") + n;
+      throw std::invalid_argument(where + ": 'reference' '" + c.reference + "' is not one of " + list);
+    }
+    c.settings = certificates::rule_settings(c.reference, 1.0);
+  } else {
+    c.settings = certificates::RuleSettings{};
+    c.settings.cap_tau.reset();  // uncapped unless the settings say otherwise
+  }
+}
+
+// One key of "settings": the betas, the cap, weight decay, adaptive, or a number passed through.
+void read_setting(const std::string& key, const nlohmann::json& value, const std::string& where, ScriptRuleConfig& c) {
+  const std::string at = where + ": settings '" + key + "'";
+  if (key == "adaptive") {
+    if (!value.is_boolean()) throw std::invalid_argument(at + " must be true or false");
+    c.settings.adaptive = value.get<bool>();
+    return;
+  }
+  if (key == "cap_tau" && value.is_null()) {
+    c.settings.cap_tau.reset();
+    return;
+  }
+  if (!value.is_number() || !std::isfinite(value.get<double>()))
+    throw std::invalid_argument(at + " must be a finite number");
+  const double v = value.get<double>();
+  if (key == "lr" || key == "eps")
+    throw std::invalid_argument(at + ": each claim sets lr and eps (README: the ranges it draws them from)");
+  if (key == "beta1" || key == "beta2") {
+    if (!(v >= 0 && v < 1)) throw std::invalid_argument(at + " must be in [0, 1)");
+    (key == "beta1" ? c.settings.beta1 : c.settings.beta2) = v;
+  } else if (key == "cap_tau") {
+    if (!(v > 0)) throw std::invalid_argument(at + " must be > 0 (null: uncapped)");
+    c.settings.cap_tau = v;
+  } else if (key == "weight_decay") {
+    if (!(v >= 0)) throw std::invalid_argument(at + " must be >= 0");
+    c.settings.weight_decay = v;
+  } else {
+    c.extra_settings[key] = v;
+  }
+}
+
+void read_declaration(const nlohmann::json& j, const std::string& where, ScriptRuleConfig& c) {
+  read_properties(j, where, c);
+  if (j.contains("settings"))
+    for (const auto& [key, value] : j["settings"].items()) read_setting(key, value, where, c);
+}
+
 }  // namespace
 
 void watch_forward_calls(ForwardWatch* watch) { forward_watch = watch; }
@@ -277,61 +342,7 @@ ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
     throw std::invalid_argument(where +
                                 ": 'rule' names a paper rule, whose claims are fixed; a rule that declares "
                                 "'properties' names its reference with 'reference'");
-  if (!c.declared) return c;
-  const auto& known = certificates::rule_property_names();
-  for (const auto& p : j["properties"]) {
-    if (!p.is_string() || std::find(known.begin(), known.end(), p.get<std::string>()) == known.end()) {
-      std::string list;
-      for (const auto& n : known) list += (list.empty() ? "" : ", ") + n;
-      throw std::invalid_argument(where + ": 'properties' holds " + p.dump() + ", not one of " + list);
-    }
-    if (std::find(c.properties.begin(), c.properties.end(), p.get<std::string>()) == c.properties.end())
-      c.properties.push_back(p);
-  }
-  if (j.contains("reference")) {
-    c.reference = j["reference"];
-    const auto& refs = certifiable_rules();
-    if (std::find(refs.begin(), refs.end(), c.reference) == refs.end()) {
-      std::string list;
-      for (const auto& n : refs) list += (list.empty() ? "" : ", ") + n;
-      throw std::invalid_argument(where + ": 'reference' '" + c.reference + "' is not one of " + list);
-    }
-    c.settings = certificates::rule_settings(c.reference, 1.0);
-  } else {
-    c.settings = certificates::RuleSettings{};
-    c.settings.cap_tau.reset();  // uncapped unless the settings say otherwise
-  }
-  if (j.contains("settings")) {
-    for (const auto& [key, value] : j["settings"].items()) {
-      const std::string at = where + ": settings '" + key + "'";
-      if (key == "adaptive") {
-        if (!value.is_boolean()) throw std::invalid_argument(at + " must be true or false");
-        c.settings.adaptive = value.get<bool>();
-        continue;
-      }
-      if (key == "cap_tau" && value.is_null()) {
-        c.settings.cap_tau.reset();
-        continue;
-      }
-      if (!value.is_number() || !std::isfinite(value.get<double>()))
-        throw std::invalid_argument(at + " must be a finite number");
-      const double v = value.get<double>();
-      if (key == "lr" || key == "eps")
-        throw std::invalid_argument(at + ": each claim sets lr and eps (README: the ranges it draws them from)");
-      if (key == "beta1" || key == "beta2") {
-        if (!(v >= 0 && v < 1)) throw std::invalid_argument(at + " must be in [0, 1)");
-        (key == "beta1" ? c.settings.beta1 : c.settings.beta2) = v;
-      } else if (key == "cap_tau") {
-        if (!(v > 0)) throw std::invalid_argument(at + " must be > 0 (null: uncapped)");
-        c.settings.cap_tau = v;
-      } else if (key == "weight_decay") {
-        if (!(v >= 0)) throw std::invalid_argument(at + " must be >= 0");
-        c.settings.weight_decay = v;
-      } else {
-        c.extra_settings[key] = v;
-      }
-    }
-  }
+  if (c.declared) read_declaration(j, where, c);
   return c;
 }
 
