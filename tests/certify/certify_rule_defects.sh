@@ -13,15 +13,8 @@ fail() { echo "FAIL: $1"; exit 1; }
 "$py" "$source/tests/certify/make_malformed_rules.py" "$work/rules" || fail "make_malformed_rules.py failed"
 rules=$work/rules
 
-expect() {  # expect PATTERN ARGS...: exit 2, PATTERN in the message, no certificate written
-  local pattern=$1; shift
-  rm -f "$work/none.json"
-  "$stiefel" certify "$@" --out "$work/none.json" > "$work/out.txt" 2>&1
-  local rc=$?
-  [ "$rc" -eq 2 ] || { cat "$work/out.txt"; fail "stiefel certify $*: exit $rc, expected 2"; }
-  grep -q -- "$pattern" "$work/out.txt" || { cat "$work/out.txt"; fail "stiefel certify $*: no '$pattern' in the message"; }
-  [ ! -e "$work/none.json" ] || fail "stiefel certify $*: a certificate was written"
-}
+# shellcheck source=expect_refusal.sh
+source "$(dirname "$0")/expect_refusal.sh"
 scale_free() { echo "--claims ^rule-scale-free-$1\$ --cases 2 --jobs 2"; }
 
 # The cause of an error is at the end of LibTorch's message: it is shown, not cut away.

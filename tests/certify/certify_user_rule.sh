@@ -81,15 +81,8 @@ got=$(observed euclidean_moment euclidean-moment) || fail "euclidean_moment: cla
 echo "$got" | grep -qx "rule-decay-annihilated refuted" || fail "euclidean_moment: decay annihilation not refuted
 $got"
 
-expect() {  # expect PATTERN ARGS...: exit 2, PATTERN in the message, no certificate
-  local pattern=$1; shift
-  rm -f "$work/none.json"
-  "$stiefel" certify "$@" --out "$work/none.json" > "$work/out.txt" 2>&1
-  local rc=$?
-  [ "$rc" -eq 2 ] || { cat "$work/out.txt"; fail "stiefel certify $*: exit $rc, expected 2"; }
-  grep -q -- "$pattern" "$work/out.txt" || { cat "$work/out.txt"; fail "stiefel certify $*: no '$pattern' in the message"; }
-  [ ! -e "$work/none.json" ] || fail "stiefel certify $*: a certificate was written"
-}
+# shellcheck source=expect_refusal.sh
+source "$(dirname "$0")/expect_refusal.sh"
 echo "not a zip" > "$work/rules/garbage.pt"
 expect "garbage.pt: not a TorchScript archive" --rule "$work/rules/garbage.pt"
 expect "absent.pt: no such file" --rule "$work/rules/absent.pt"
