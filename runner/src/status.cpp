@@ -70,7 +70,7 @@ void print_status(const Grid& g, const GridStatus& s, std::ostream& out) {
   for (std::size_t k = 0; k < g.runs.size(); ++k) {
     const auto& r = s.runs[k];
     std::ostringstream line;
-    line << std::left << std::setw(int(width) + 2) << g.runs[k].id << std::setw(10) << to_string(r.state);
+    line << std::left << std::setw(int(width) + 2) << g.runs[k].id << std::setw(12) << to_string(r.state);
     if (r.epochs > 0 && r.state != RunState::missing) line << "epoch " << r.epoch << "/" << r.epochs;
     if (r.state == RunState::queued) line << "  " << r.detail;
     if (r.state == RunState::mismatched)
