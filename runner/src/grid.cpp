@@ -9,7 +9,6 @@
 #include <fstream>
 #include <map>
 #include <stdexcept>
-#include <stiefel/reports/tables.h>
 #include <sstream>
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/bounded_read.h>
@@ -251,19 +250,18 @@ RunStatus run_status(const fs::path& dir) {
           run["epochs"].back().is_object() && run["epochs"].back().contains("epoch") &&
           run["epochs"].back()["epoch"].is_number_integer())
         s.epoch = run["epochs"].back()["epoch"].get<long long>();
-      // A finished record the report would refuse (not a run record by run.schema.json) is no
-      // result: it is named as such, never skipped as finished, never overwritten.
-      if (status == "diverged" || status == "completed") {
-        try {
-          reports::check_run_record(run, "run.json");
-        } catch (const reports::ExperimentError& e) {
-          std::string why = e.what();
-          if (why.rfind("run.json: ", 0) == 0) why = why.substr(10);  // the status line names the record
-          s.state = RunState::mismatched;
-          s.detail = why.substr(0, 300) + "; `stiefel report` refuses it: move the run folder away to rerun the cell";
-          return s;
-        }
-      }
+      // A finished record whose checkpoints are not keyed by epoch (the run schema's ^[0-9]{1,9}$) is
+      // no record of `stiefel train`: named as such, never skipped as finished, never overwritten.
+      if ((status == "diverged" || status == "completed") && run.contains("checkpoints") &&
+          run["checkpoints"].is_object())
+        for (const auto& [key, hash] : run["checkpoints"].items())
+          if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos) {
+            s.state = RunState::mismatched;
+            s.detail = "its record names a checkpoint by \"" + key.substr(0, 40) +
+                       "\", not an epoch number (run.schema.json): not a record of `stiefel train`; move the run "
+                       "folder away to rerun the cell";
+            return s;
+          }
       if (status == "diverged") {
         s.state = RunState::diverged;
         return s;

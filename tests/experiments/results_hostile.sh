@@ -288,9 +288,8 @@ else
   echo "15: (no read-only bind mount on this machine: --resume on a read-only folder not exercised)"
 fi
 echo "15: folders named, a bad claims file writes nothing, a read-only completed run is returned"
-# 16: a finished record the report refuses (a checkpoint key that is no epoch, an edited field the
-# run schema rejects) is named by --status with its schema violation, not skipped as completed or
-# reported as "stoll".
+# 16: a finished record whose checkpoint key is no epoch (the run schema rejects it) is named by
+# --status as mismatched, not skipped as completed or reported as "stoll".
 fresh badkey
 rec="$work/badkey/runs/main/a2/seed-0/run.json"
 python3 - "$rec" <<'PY'
@@ -299,9 +298,9 @@ r = json.load(open(sys.argv[1])); r["checkpoints"] = {"x1": "00"}; json.dump(r, 
 PY
 echo junk > "$(dirname "$rec")/checkpoint.pt"
 status=$("$stiefel" experiment table7 --profile smoke --out "$work/badkey" --status 2>&1)
-grep -q 'main/a2/seed-0 *mismatched.*/checkpoints/x1: "x1" does not match' <<<"$status" || fail "a malformed completed record: $status"
+grep -q 'main/a2/seed-0 *mismatched.*names a checkpoint by "x1", not an epoch number' <<<"$status" || fail "a malformed completed record: $status"
 ! grep -q "stoll" <<<"$status" || fail "--status reports a parse error as the run's failure: $status"
-echo "16: a finished record the schema rejects is named by --status"
+echo "16: a finished record with a checkpoint key that is no epoch is named by --status"
 
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
 echo "hostile results folders: every defect refused or shown literally"
