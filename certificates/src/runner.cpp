@@ -59,8 +59,6 @@ nlohmann::json result_json(const CheckResult& r) {
           {"detail", r.detail}};
 }
 
-thread_local std::string current_claim;
-
 // Runs a check, turning an exception into a failing result that says what was thrown; a rule under
 // test that cannot be run (RuleError) is no result at all, and stops the certificate.
 CheckResult guarded(const CheckFn& fn, const Case& c) {
@@ -389,10 +387,7 @@ nlohmann::json claim_entry(const ClaimSetting& s, const RunOptions& opt, int n, 
 // Runs one claim: its cases, its verdict, its controls, its figures.
 ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base_seed) {
   const auto start = std::chrono::steady_clock::now();
-  current_claim = claim.id;
-  struct Clear {
-    ~Clear() { current_claim.clear(); }
-  } clear;
+  const rules::CallContext context(claim.id);
   const ClaimSetting s = claim_setting(claim, opt);
   const int n = !claim.randomised ? 1 : claim.max_cases > 0 ? std::min(opt.cases, claim.max_cases) : opt.cases;
   const auto cases = draw_cases(claim, mix(base_seed ^ fnv1a(claim.id)), n);
@@ -584,7 +579,7 @@ nlohmann::json summary_json(const std::vector<ClaimRun>& runs, RunResult& result
 
 }  // namespace
 
-const std::string& claim_in_progress() { return current_claim; }
+const std::string& claim_in_progress() { return rules::call_context(); }
 
 RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
   const std::vector<const Claim*> selected = select_claims(opt);

@@ -11,14 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <tuple>
-#include <stiefel/certificates/runner.h>
 #include <stiefel/training/compute.h>
 #include <stiefel/training/trainer_rule.h>
 
 namespace stiefel::training {
 namespace {
 
-using certificates::RuleSettings;
+using rules::RuleSettings;
 
 // forward's settings: the claim's (lr, eps, the betas, the cap and weight decay where the rule takes
 // them) and the numbers the rule's config passes through.
@@ -39,7 +38,7 @@ std::atomic<ForwardWatch*> forward_watch{nullptr};
 // What a call is, for the messages that name it: where it runs (a claim, or the probe at load), the
 // step of its run, the frames' shape and the settings.
 std::string call_text(int step, const torch::Tensor& w, const c10::Dict<std::string, double>& settings) {
-  const std::string& claim = certificates::claim_in_progress();
+  const std::string& claim = rules::call_context();
   std::string text = (claim.empty() ? std::string("the load-time probe") : "claim " + claim) + ", step " +
                      std::to_string(step) + " of its run, w " + c10::str(w.sizes()) + ", settings {";
   bool first = true;
@@ -78,7 +77,7 @@ class Announced {
 };
 
 // One call of the module's forward; what it returns is checked against what was passed in. A call
-// that fails throws certificates::RuleError naming the file and the call (the probe at load turns
+// that fails throws rules::RuleError naming the file and the call (the probe at load turns
 // it into std::invalid_argument).
 struct Stepper {
   torch::jit::Module module;
@@ -90,9 +89,7 @@ struct Stepper {
                                                           const c10::List<torch::Tensor>& state,
                                                           const c10::Dict<std::string, double>& settings, int step) {
     const std::string what = call_text(step, w, settings);
-    const auto fail = [&](const std::string& why) {
-      return certificates::RuleError(file + ": " + why + " (" + what + ")");
-    };
+    const auto fail = [&](const std::string& why) { return rules::RuleError(file + ": " + why + " (" + what + ")"); };
     c10::IValue out;
     try {
       const Announced announced(what);
@@ -119,13 +116,10 @@ struct Stepper {
 
   // An exposed component, NAME(w, x) -> Tensor of w's shape and dtype.
   torch::Tensor component(const std::string& name, const torch::Tensor& w, const torch::Tensor& x) {
-    const std::string what =
-        certificates::claim_in_progress().empty()
-            ? "the load-time probe of " + name
-            : "claim " + certificates::claim_in_progress() + ", " + name + "(w, x) on w " + c10::str(w.sizes());
-    const auto fail = [&](const std::string& why) {
-      return certificates::RuleError(file + ": " + why + " (" + what + ")");
-    };
+    const std::string what = rules::call_context().empty() ? "the load-time probe of " + name
+                                                           : "claim " + rules::call_context() + ", " + name +
+                                                                 "(w, x) on w " + c10::str(w.sizes());
+    const auto fail = [&](const std::string& why) { return rules::RuleError(file + ": " + why + " (" + what + ")"); };
     c10::IValue out;
     try {
       const Announced announced(what);
@@ -153,7 +147,7 @@ Stepper clone(const Stepper& loaded) {
 
 // Each rule under test steps its own clone of the module: a module that keeps anything in its
 // attributes cannot leak it between the claims' runs, which run on several threads.
-class ScriptRule final : public certificates::UpdateRule {
+class ScriptRule final : public rules::UpdateRule {
  public:
   explicit ScriptRule(const Stepper& loaded) : stepper_(std::make_shared<Stepper>(clone(loaded))) {}
 
@@ -224,7 +218,7 @@ std::string not_a_file(const std::filesystem::path& path) {
 // "properties" and "reference" of a rule that declares what it is (its settings default to the
 // reference's, else to an uncapped Riemannian Adam's).
 void read_properties(const nlohmann::json& j, const std::string& where, ScriptRuleConfig& c) {
-  const auto& known = certificates::rule_property_names();
+  const auto& known = rules::rule_property_names();
   for (const auto& p : j["properties"]) {
     if (!p.is_string() || std::find(known.begin(), known.end(), p.get<std::string>()) == known.end()) {
       std::string list;
@@ -242,9 +236,9 @@ void read_properties(const nlohmann::json& j, const std::string& where, ScriptRu
       for (const auto& n : refs) list += (list.empty() ? "" : ", ") + n;
       throw std::invalid_argument(where + ": 'reference' '" + c.reference + "' is not one of " + list);
     }
-    c.settings = certificates::rule_settings(c.reference, 1.0);
+    c.settings = rules::rule_settings(c.reference, 1.0);
   } else {
-    c.settings = certificates::RuleSettings{};
+    c.settings = rules::RuleSettings{};
     c.settings.cap_tau.reset();  // uncapped unless the settings say otherwise
   }
 }
@@ -346,8 +340,7 @@ ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
   return c;
 }
 
-certificates::RuleImplementation script_rule_implementation(const std::filesystem::path& file,
-                                                            ScriptRuleConfig config) {
+rules::RuleImplementation script_rule_implementation(const std::filesystem::path& file, ScriptRuleConfig config) {
   const std::string where = "--rule " + file.string();
   if (config.name.empty()) config.name = stem_name(file);
   if (!std::regex_match(config.name, std::regex("[a-z0-9][a-z0-9-]{0,47}")))
@@ -362,7 +355,7 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
   if (!config.declared && std::find(names.begin(), names.end(), config.rule) == names.end()) {
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    const auto all = certificates::rule_names();
+    const auto all = rules::rule_names();
     const bool known = std::find(all.begin(), all.end(), config.rule) != all.end();
     throw std::invalid_argument(where + ": rule '" + config.rule + "' " +
                                 (known ? "has no update claims for a single rule yet (fixed-step and frozen "
@@ -396,7 +389,7 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
     auto gen = at::detail::createCPUGenerator(20260916);
     const auto q =
         std::get<0>(torch::linalg_qr(torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)))).to(stepper->dtype);
-    RuleSettings probe_settings = config.declared ? config.settings : certificates::rule_settings(config.rule, 0.1);
+    RuleSettings probe_settings = config.declared ? config.settings : rules::rule_settings(config.rule, 0.1);
     probe_settings.lr = 0.1;
     probe_settings.eps = 1e-8;
     const auto settings = settings_dict(probe_settings, config.extra_settings);
@@ -408,7 +401,7 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
       c10::List<torch::Tensor> s;
       try {
         std::tie(next, s) = probe.call(w, g, state, settings, t + 1);
-      } catch (const certificates::RuleError& e) {
+      } catch (const rules::RuleError& e) {
         throw std::invalid_argument(e.what());
       }
       if (!torch::isfinite(next).all().item<bool>())
@@ -418,22 +411,21 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
     }
   }
   const double u = config.dtype == "float32" ? 0x1p-24 : 0x1p-53;
-  certificates::RuleImplementation impl{.name = config.name,
-                                        .description = "a TorchScript rule (" + file.filename().string() +
-                                                       ", implementing " + config.rule + "), LibTorch, CPU, " +
-                                                       config.dtype,
-                                        .unit_roundoff = u,
-                                        .io_roundoff = u,
-                                        .make =
-                                            [stepper] {
-                                              static const bool configured = (configure_cpu_compute(1), true);
-                                              (void)configured;
-                                              return std::make_unique<ScriptRule>(*stepper);
-                                            },
-                                        .only_rule = config.rule,
-                                        .declaration = {}};
+  rules::RuleImplementation impl{.name = config.name,
+                                 .description = "a TorchScript rule (" + file.filename().string() + ", implementing " +
+                                                config.rule + "), LibTorch, CPU, " + config.dtype,
+                                 .unit_roundoff = u,
+                                 .io_roundoff = u,
+                                 .make =
+                                     [stepper] {
+                                       static const bool configured = (configure_cpu_compute(1), true);
+                                       (void)configured;
+                                       return std::make_unique<ScriptRule>(*stepper);
+                                     },
+                                 .only_rule = config.rule,
+                                 .declaration = {}};
   if (!config.declared) return impl;
-  certificates::RuleDeclaration decl;
+  rules::RuleDeclaration decl;
   decl.settings = config.settings;
   decl.reference = config.reference;
   decl.properties = config.properties;
@@ -442,7 +434,7 @@ certificates::RuleImplementation script_rule_implementation(const std::filesyste
     if (!stepper->module.find_method(name)) continue;
     auto owner = std::make_shared<std::pair<std::mutex, Stepper>>();
     owner->second = clone(*stepper);
-    certificates::FramesMap map = [owner, name = std::string(name)](const Frames<double>& w, const Frames<double>& x) {
+    rules::FramesMap map = [owner, name = std::string(name)](const Frames<double>& w, const Frames<double>& x) {
       std::lock_guard lock(owner->first);
       torch::NoGradGuard guard;
       const auto dtype = owner->second.dtype;

@@ -11,11 +11,11 @@ namespace {
 // its gradient in that dtype, and FrameOptimizer::step (a float64 master copy of the frames,
 // frame_step on it, the result written back in the parameter's dtype). The frames a claim reads
 // are the parameter's, as the model reads them; the master is the optimizer's, as in training.
-class TrainerRule final : public certificates::UpdateRule {
+class TrainerRule final : public rules::UpdateRule {
  public:
   TrainerRule(torch::Device device, torch::ScalarType dtype) : device_(device), dtype_(dtype) {}
 
-  void start(const Frames<double>& w, const certificates::RuleSettings& s) override {
+  void start(const Frames<double>& w, const rules::RuleSettings& s) override {
     FrameHyper hyper;
     hyper.lr = s.lr;
     hyper.beta1 = s.beta1;
@@ -73,7 +73,7 @@ Frames<double> tensor_to_frames(const torch::Tensor& t) {
   return out;
 }
 
-certificates::RuleImplementation trainer_rule_implementation(torch::Device device, torch::ScalarType dtype) {
+rules::RuleImplementation trainer_rule_implementation(torch::Device device, torch::ScalarType dtype) {
   const bool cuda = device.is_cuda();
   const bool single = dtype == torch::kFloat32;
   if (!single && dtype != torch::kFloat64)

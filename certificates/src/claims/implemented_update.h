@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <stiefel/rules/frame_rules.h>
+
 #include "gradient_sequences.h"
 
 namespace stiefel::certificates {
@@ -50,70 +52,13 @@ CheckResult check_frozen_fixes_frame(const Case& c, FrozenMutant mutant) {
   return r;
 }
 
-// The frame rules of the arm registry's Stiefel arms (stiefel/arms.h), with the hyper-parameters
-// they take from core/'s presets; tests/certify/certified_rules_test.cpp holds the two lists equal.
-enum class FrameRule { kB2, kB2Mean, kB2Column, kB2Grassmann, kB2m, kB2mCan, kSgdGrassmann, kSgdStiefel, kFrozen };
-inline constexpr FrameRule kFrameRules[] = {FrameRule::kB2,           FrameRule::kB2Mean,     FrameRule::kB2Column,
-                                            FrameRule::kB2Grassmann,  FrameRule::kB2m,        FrameRule::kB2mCan,
-                                            FrameRule::kSgdGrassmann, FrameRule::kSgdStiefel, FrameRule::kFrozen};
-
-inline const char* frame_rule_arm(FrameRule r) {
-  switch (r) {
-    case FrameRule::kB2:
-      return "b2";
-    case FrameRule::kB2Mean:
-      return "b2-mean-moment";
-    case FrameRule::kB2Column:
-      return "b2-column";
-    case FrameRule::kB2Grassmann:
-      return "b2-grassmann";
-    case FrameRule::kB2m:
-      return "b2m";
-    case FrameRule::kB2mCan:
-      return "b2m-can";
-    case FrameRule::kSgdGrassmann:
-      return "b2-sgd (PA16)";
-    case FrameRule::kSgdStiefel:
-      return "b2-sgd-stiefel";
-    case FrameRule::kFrozen:
-      return "frozen";
-  }
-  return "?";
-}
-
-inline bool is_adam_rule(FrameRule r) {
-  return r != FrameRule::kSgdGrassmann && r != FrameRule::kSgdStiefel && r != FrameRule::kFrozen;
-}
-
-template <class S>
-RiemannianAdamHyper<S> adam_rule_hyper(FrameRule r, const S& lr, const S& eps) {
-  switch (r) {
-    case FrameRule::kB2Mean:
-      return b2_mean_hyper<S>(lr, eps);
-    case FrameRule::kB2Column:
-      return per_column_hyper<S>(lr, eps);
-    case FrameRule::kB2Grassmann: {
-      auto h = b2_hyper<S>(lr, eps);
-      h.map = TangentMap::kGrassmann;
-      return h;
-    }
-    case FrameRule::kB2m:
-      return b2m_hyper<S>(lr, eps);
-    case FrameRule::kB2mCan:
-      return b2m_can_hyper<S>(lr, eps);
-    default:
-      return b2_hyper<S>(lr, eps);
-  }
-}
-
-template <class S>
-RiemannianSgdHyper<S> sgd_rule_hyper(FrameRule r, const S& lr) {
-  if (r == FrameRule::kFrozen) return frozen_hyper<S>();
-  RiemannianSgdHyper<S> h;
-  h.lr = lr;
-  h.map = r == FrameRule::kSgdStiefel ? TangentMap::kStiefel : TangentMap::kGrassmann;
-  return h;
-}
+// The frame rules and their presets live in the rules room (stiefel/rules/frame_rules.h).
+using rules::adam_rule_hyper;
+using rules::frame_rule_arm;
+using rules::FrameRule;
+using rules::is_adam_rule;
+using rules::kFrameRules;
+using rules::sgd_rule_hyper;
 
 // The learning-rate factor of step t of T: constant (schedule 0), or the training core's linear
 // warm-up over the first eighth of the steps and cosine to zero (schedule 1; the paper's 5 of 40

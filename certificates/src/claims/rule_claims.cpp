@@ -1,4 +1,4 @@
-// The update claims against an implementation seen only through UpdateRule (update_rule.h): the
+// The update claims against an implementation seen only through UpdateRule (stiefel/rules/update_rule.h): the
 // training core's batched frame_step, or any rule a user registers. Each claim runs the rule on
 // generated gradient sequences and reads nothing but its frames; its controls are near misses fed
 // through the same implementation (another second moment, an eps at the gradients' scale, a
@@ -24,34 +24,9 @@
 namespace stiefel::certificates {
 namespace {
 
-RuleSettings settings_of(FrameRule rule, double lr, double eps) {
-  RuleSettings s;
-  if (is_adam_rule(rule)) {
-    const auto h = adam_rule_hyper<double>(rule, lr, eps);
-    s.lr = h.lr;
-    s.beta1 = h.beta1;
-    s.beta2 = h.beta2;
-    s.eps = h.eps;
-    s.cap_tau = h.cap_tau;
-    s.moment = h.moment;
-    s.map = h.map;
-  } else {
-    const auto h = sgd_rule_hyper<double>(rule, lr);
-    s.adaptive = false;
-    s.lr = h.lr;
-    s.map = h.map;
-    s.cap_tau.reset();
-  }
-  return s;
-}
-
-const char* rule_name(FrameRule r) { return r == FrameRule::kSgdGrassmann ? "b2-sgd" : frame_rule_arm(r); }
-
-std::optional<FrameRule> rule_named(const std::string& name) {
-  for (const FrameRule r : kFrameRules)
-    if (name == rule_name(r)) return r;
-  return std::nullopt;
-}
+using rules::rule_name;
+using rules::rule_named;
+using rules::settings_of;
 
 // The rules a claim runs: its own list, or the implementation's one rule.
 std::vector<FrameRule> rules_for(const RuleImplementation& impl, std::vector<FrameRule> own) {
@@ -1189,13 +1164,6 @@ std::vector<RuleImplementation>& added_implementations() {
 
 }  // namespace
 
-const std::vector<std::string>& rule_property_names() {
-  static const std::vector<std::string> names{
-      "agrees-with-reference", "on-manifold", "frozen",    "decay-annihilated", "scale-free",
-      "equivariance",          "projection",  "retraction"};
-  return names;
-}
-
 namespace {
 
 // A declared rule's claims: one per property that applies to it, certified where declared and
@@ -1252,18 +1220,6 @@ std::vector<Claim> rule_claims(const RuleImplementation& impl) {
   // The paper's sizes over whole runs, for every implementation but core/ itself (its reference).
   if (impl.name != "core" && any_adaptive) out.push_back(paper_size_claim(impl));
   return out;
-}
-
-std::vector<std::string> rule_names() {
-  std::vector<std::string> out;
-  for (const FrameRule r : kFrameRules) out.emplace_back(rule_name(r));
-  return out;
-}
-
-RuleSettings rule_settings(const std::string& name, double lr) {
-  const auto r = rule_named(name);
-  if (!r) throw std::invalid_argument("no frame rule named '" + name + "'");
-  return settings_of(*r, lr, 1e-8);
 }
 
 RuleImplementation core_rule_implementation() {

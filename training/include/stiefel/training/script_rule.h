@@ -1,5 +1,5 @@
 // A user's frame rule as a TorchScript module, certified through the update claims
-// (stiefel/certificates/update_rule.h). The module's forward is one step on a batch of frames:
+// (stiefel/rules/update_rule.h). The module's forward is one step on a batch of frames:
 //
 //   forward(self, w: Tensor, g: Tensor, state: List[Tensor], settings: Dict[str, float])
 //       -> Tuple[Tensor, List[Tensor]]
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include <stiefel/certificates/update_rule.h>
+#include <stiefel/rules/update_rule.h>
 
 namespace stiefel::training {
 
@@ -31,7 +31,7 @@ namespace stiefel::training {
 // every claim of the family runs on it):
 //   "rule":       b2 (default), b2-mean-moment, b2-column, b2m, b2m-can
 // A rule declares what it is instead (README, "Certify your own rule"):
-//   "properties": the properties it claims (certificates::rule_property_names()); every other one
+//   "properties": the properties it claims (rules::rule_property_names()); every other one
 //                 that applies is measured and reported as an observation
 //   "reference":  a core rule its frames must equal (with "agrees-with-reference"); its settings
 //                 are the defaults of "settings"
@@ -46,7 +46,7 @@ struct ScriptRuleConfig {
   bool declared = false;  // "properties" given
   std::string reference;
   std::vector<std::string> properties;
-  certificates::RuleSettings settings;
+  rules::RuleSettings settings;
   std::map<std::string, double> extra_settings;
 };
 
@@ -79,7 +79,7 @@ ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file);
 // Loads FILE (a TorchScript archive) and runs two probe steps, on a clone of the module, on a small
 // case to check its signature, the shape and dtype of what it returns, and that it returns finite
 // frames; throws std::invalid_argument naming the file and what is wrong. A call that fails later,
-// inside a claim, throws certificates::RuleError naming the file, the claim and the call.
-certificates::RuleImplementation script_rule_implementation(const std::filesystem::path& file, ScriptRuleConfig config);
+// inside a claim, throws rules::RuleError naming the file, the claim and the call.
+rules::RuleImplementation script_rule_implementation(const std::filesystem::path& file, ScriptRuleConfig config);
 
 }  // namespace stiefel::training

@@ -1,11 +1,11 @@
-// The training core's frame update as an update rule under test (stiefel/certificates/update_rule.h):
+// The training core's frame update as an update rule under test (stiefel/rules/update_rule.h):
 // frames cross as tensors [H, d, r] on the chosen device in the parameter's dtype, the optimizer
 // steps them exactly as in training, and the next frames come back as Eigen matrices.
 #pragma once
 
 #include <torch/torch.h>
 
-#include <stiefel/certificates/update_rule.h>
+#include <stiefel/rules/update_rule.h>
 
 namespace stiefel::training {
 
@@ -19,7 +19,7 @@ Frames<double> tensor_to_frames(const torch::Tensor& t);
 // master frames and moments are float64), float64 checks frame_step without that rounding. The
 // implementation's unit roundoff is the parameter dtype's. The first rule it makes applies the
 // trainer's CPU compute configuration (configure_cpu_compute: one BLAS thread, one intra-op thread).
-certificates::RuleImplementation trainer_rule_implementation(torch::Device device = torch::kCPU,
-                                                             torch::ScalarType dtype = torch::kFloat64);
+rules::RuleImplementation trainer_rule_implementation(torch::Device device = torch::kCPU,
+                                                      torch::ScalarType dtype = torch::kFloat64);
 
 }  // namespace stiefel::training
