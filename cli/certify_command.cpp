@@ -30,7 +30,7 @@ struct CertifyArgs {
   std::string junit;
   std::string rule, rule_config;
   double rule_timeout = 60;
-  bool list = false;
+  bool list = false, list_rule_properties = false;
 };
 
 void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
@@ -64,13 +64,17 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
                   "step (README: 'Certify your own rule'); only its claims run unless --claims is given");
   cmd->add_option("--rule-config", args.rule_config,
                   "JSON object for --rule: name (claim id suffix), rule (the core rule it implements, default b2), "
-                  "dtype (float64; float32 is refused: the claims are not yet sized to it)");
+                  "dtype (float64; float32 is refused: the claims are not yet sized to it), or properties, reference, "
+                  "settings (README: 'Certify your own rule')");
   cmd->add_option("--rule-timeout", args.rule_timeout,
                   "seconds one call of the --rule module's forward may take before the run is stopped (exit 2, "
                   "the call named)")
       ->check(kPositive)
       ->capture_default_str();
   cmd->add_flag("--list", args.list, "list the registered claims and their controls, then exit");
+  cmd->add_flag("--list-rule-properties", args.list_rule_properties,
+                "list the properties a --rule may declare, each with the stem of the claim that certifies it "
+                "(its id is STEM-NAME), then exit");
   cmd->add_option("--swap-control", args.swap,
                   "CLAIM:CONTROL — run that control in place of the claim (the certificate must then fail); "
                   "repeatable, one per claim")
@@ -208,11 +212,7 @@ void register_user_rule(CertifyArgs& args, const CLI::App& cmd) {
   const bool named_in_config = !config.name.empty();
   auto impl = training::script_rule_implementation(args.rule, config);
   const std::string name = impl.name;
-  if (cmd.count("--claims") == 0)
-    args.run.claims =
-        "^rule-(agrees-with-core(-at-paper-size)?|scale-free|equivariance|decay-annihilated|frozen-stays|on-"
-        "manifold|projection|retraction)-" +
-        name + "$";
+  if (cmd.count("--claims") == 0) args.run.claims = certificates::rule_claims_pattern(name);
   // Without --out the certificate is the rule's own, in the current folder: never the suite's.
   if (cmd.count("--out") == 0) args.out = name + ".cert.json";
   try {
@@ -253,6 +253,12 @@ int certify(CertifyArgs& args, const CLI::App& cmd) {
   }
   if (args.list) {
     list_claims();
+    return 0;
+  }
+  if (args.list_rule_properties) {
+    for (const auto& p : rules::rule_property_names())
+      for (const auto& s : certificates::rule_claim_stems())
+        if (s.property == p) std::cout << p << "\t" << s.stem << "\n";
     return 0;
   }
   // --out is checked before any work: a folder, a symbolic link or an unwritable path is refused

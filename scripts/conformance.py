@@ -26,24 +26,29 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-PROPERTIES = ["agrees-with-reference", "on-manifold", "frozen", "decay-annihilated", "scale-free", "equivariance",
-              "projection", "retraction"]
-CLAIM_OF = {"agrees-with-reference": "rule-agrees-with-core", "on-manifold": "rule-on-manifold",
-            "frozen": "rule-frozen-stays", "decay-annihilated": "rule-decay-annihilated",
-            "scale-free": "rule-scale-free", "equivariance": "rule-equivariance", "projection": "rule-projection",
-            "retraction": "rule-retraction"}
+
+
+def rule_properties(stiefel):
+    """The properties a rule may declare and the stems of their claims, in the binary's order (the one
+    list: `stiefel certify --list-rule-properties`)."""
+    p = subprocess.run([stiefel, "certify", "--list-rule-properties"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        sys.exit(f"conformance.py: {stiefel} certify --list-rule-properties exited {p.returncode}\n{p.stdout}")
+    pairs = [line.split("\t") for line in p.stdout.splitlines() if line]
+    return [prop for prop, _ in pairs], dict(pairs)
 
 
 def sig2(x):
     return None if x is None else float(f"{x:.2g}")
 
 
-def row_of(name, cert, config):
+def row_of(name, cert, config, properties, claim_of):
     """A variant's row: its components and, per property, the observed verdict and worst ratio."""
     claims = {k["id"]: k for k in cert["claims"]}
     cells = {}
-    for p in PROPERTIES:
-        k = claims.get(f"{CLAIM_OF[p]}-{name}")
+    for p in properties:
+        k = claims.get(f"{claim_of[p]}-{name}")
         if k is None:
             cells[p] = {"status": "n/a"}
             continue
@@ -67,6 +72,7 @@ def certify(stiefel, rules, name, out):
 
 def run_variants(stiefel, names):
     import make_rule_variants
+    properties, claim_of = rule_properties(stiefel)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         rules = os.path.join(tmp, "rules")
@@ -76,10 +82,10 @@ def run_variants(stiefel, names):
             with open(os.path.join(rules, name + ".json")) as f:
                 config = json.load(f)
             cert = certify(stiefel, rules, name, os.path.join(tmp, name + ".cert.json"))
-            rows.append(row_of(name, cert, config))
+            rows.append(row_of(name, cert, config, properties, claim_of))
             seed, cases = cert["run"]["seed"], cert["run"]["cases"]
     del make_rule_variants
-    return rows, {"seed": seed, "cases": cases}
+    return rows, {"seed": seed, "cases": cases}, properties
 
 
 def write_atomically(path, text):
@@ -108,10 +114,11 @@ def markdown(report):
              "tolerance is 30; a refutation's margin is its ratio over 30); vacuous: a control survived, so the "
              "claim told nothing; n/a: the property does not apply (no reference declared, no component exposed). "
              "A dot marks a property the variant does not declare (an observation).", ""]
-    header = "| variant | " + " | ".join(PROPERTIES) + " |"
-    lines += [header, "|" + "---|" * (len(PROPERTIES) + 1)]
+    properties = report["properties"]
+    header = "| variant | " + " | ".join(properties) + " |"
+    lines += [header, "|" + "---|" * (len(properties) + 1)]
     for r in report["rows"]:
-        lines.append(f"| `{r['name']}` | " + " | ".join(cell_text(r["properties"][p]) for p in PROPERTIES) + " |")
+        lines.append(f"| `{r['name']}` | " + " | ".join(cell_text(r["properties"][p]) for p in properties) + " |")
     lines += ["", "What each variant is (settings passed to its forward besides lr and eps):", ""]
     for r in report["rows"]:
         ref = f", reference {r['reference']}" if r["reference"] else ""
@@ -139,19 +146,22 @@ def main():
         unknown = [n for n in a.check if n not in committed]
         if unknown:
             sys.exit(f"conformance.py: --check: no row {', '.join(unknown)} in {json_path}")
-        rows, _ = run_variants(a.stiefel, a.check)
+        rows, _, properties = run_variants(a.stiefel, a.check)
         bad = 0
+        if properties != report["properties"]:
+            print(f"properties: committed {report['properties']}, now {properties}")
+            bad += 1
         for r in rows:
-            for p in PROPERTIES:
-                if r["properties"][p] != committed[r["name"]]["properties"][p]:
-                    print(f"{r['name']} / {p}: committed {committed[r['name']]['properties'][p]}, "
+            for p in properties:
+                if r["properties"][p] != committed[r["name"]]["properties"].get(p):
+                    print(f"{r['name']} / {p}: committed {committed[r['name']]['properties'].get(p)}, "
                           f"now {r['properties'][p]}")
                     bad += 1
         print(f"conformance.py: {len(rows)} rows rechecked, {bad} cells differ")
         return 1 if bad else 0
     import make_rule_variants
-    rows, run = run_variants(a.stiefel, list(make_rule_variants.VARIANTS))
-    report = {"properties": PROPERTIES, "run": run, "rows": rows}
+    rows, run, properties = run_variants(a.stiefel, list(make_rule_variants.VARIANTS))
+    report = {"properties": properties, "run": run, "rows": rows}
     os.makedirs(a.out, exist_ok=True)
     write_atomically(json_path, json.dumps(report, indent=1, sort_keys=True) + "\n")
     write_atomically(md_path, markdown(report))

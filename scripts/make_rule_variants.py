@@ -7,8 +7,11 @@ python3-torch). Each is written from its publication's equations:
                qr          the Q factor with sign(diag R) = +1 (Absil, Mahony & Sepulchre 2008, (4.8))
                cayley      (I - A/2)^-1 (I + A/2) W, A = P eta W^T - W eta^T P, P = I - W W^T / 2
                            (Wen & Yin 2013, Sec. 2; Li, Fuxin & Todorovic 2020, (5))
-  metric       embedded    Pi_W(X) = X - W sym(W^T X) (Edelman, Arias & Smith 1998, (2.3))
-               canonical   grad_c = G - W G^T W (Edelman, Arias & Smith 1998, (2.53))
+  metric       embedded    Pi_W(X) = X - W sym(W^T X) (Edelman, Arias & Smith 1998, (2.3)), g = tr X^T Y
+               canonical   grad_c = G - W G^T W, g_c = tr X^T (I - W W^T / 2) Y (Edelman, Arias & Smith
+                           1998, (2.22), (2.53))
+               grassmann   the horizontal space, Pi^h(X) = (I - W W^T) X (Edelman, Arias & Smith 1998,
+                           (2.70)); the paper's B2-Grassmann
   moment       frame       one second moment per frame, the squared norm of the tangent gradient
                            (Becigneul & Ganea 2019, Alg. 1 on a product of one manifold)
                column      one per column (the paper's B2-column)
@@ -20,6 +23,8 @@ python3-torch). Each is written from its publication's equations:
                at-next-step      the same projection deferred to the start of the next step (B2 in
                            exact arithmetic: the stored moment is projected at the same point);
                none        never projected (the step still is: Pi_W(m_hat) / denom)
+  Each variant exposes its components (project, rgrad, retract, transport: Pi_W'(X), or X itself
+  where it never transports; metric) and returns the step it retracts as forward's third result.
   decay        coupled     lambda W added to the gradient before the projection (Loshchilov & Hutter
                            2019's "L2"); decoupled: W <- W - lr lambda W before the retraction (their
                            AdamW form); or none
@@ -52,19 +57,40 @@ class StiefelAdam(torch.nn.Module):
         super().__init__()
         self.project_quotient = project_quotient
         self.retraction = retraction
-        self.metric = metric
+        self.metric_kind = metric
         self.moment = moment
         self.capped = capped
-        self.transport = transport
+        self.transport_kind = transport
         self.decay = decay
         self.project_bug = project_bug
 
     @torch.jit.export
     def project(self, w: Tensor, x: Tensor) -> Tensor:
-        """Pi_W(X) = X - W sym(W^T X); with project_bug the symmetric part is removed twice."""
+        """Pi_W(X) = X - W sym(W^T X); with project_bug the symmetric part is removed twice; Pi^h for
+        the Grassmann metric."""
+        if self.metric_kind == "grassmann":
+            return x - w @ (w.transpose(-2, -1) @ x)
         if self.project_bug:
             return x - w @ (2.0 * sym(w.transpose(-2, -1) @ x))
         return x - w @ sym(w.transpose(-2, -1) @ x)
+
+    @torch.jit.export
+    def rgrad(self, w: Tensor, g: Tensor) -> Tensor:
+        return self.gradient(w, g)
+
+    @torch.jit.export
+    def metric(self, w: Tensor, x: Tensor, y: Tensor) -> Tensor:
+        """One inner product per frame: tr X^T Y, or the canonical tr X^T (I - W W^T / 2) Y."""
+        if self.metric_kind == "canonical":
+            y = y - 0.5 * (w @ (w.transpose(-2, -1) @ y))
+        return (x * y).sum((-2, -1))
+
+    @torch.jit.export
+    def transport(self, w: Tensor, w_new: Tensor, x: Tensor) -> Tensor:
+        """What the rule does to its first moment when the frames move: Pi_W'(X), or nothing."""
+        if self.transport_kind == "none":
+            return x
+        return self.project(w_new, x)
 
     @torch.jit.export
     def retract(self, w: Tensor, eta: Tensor) -> Tensor:
@@ -83,12 +109,12 @@ class StiefelAdam(torch.nn.Module):
         return u @ vh
 
     def gradient(self, w: Tensor, g: Tensor) -> Tensor:
-        if self.metric == "canonical":
+        if self.metric_kind == "canonical":
             return g - w @ g.transpose(-2, -1) @ w
         return self.project(w, g)
 
     def forward(self, w: Tensor, g: Tensor, state: List[Tensor],
-                settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
+                settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor], Tensor]:
         lr = settings["lr"]
         beta1 = settings["beta1"]
         beta2 = settings["beta2"]
@@ -112,7 +138,7 @@ class StiefelAdam(torch.nn.Module):
         if self.decay == "coupled":
             g = g + lam * w
         xi = self.gradient(w, g)
-        if self.transport == "at-next-step":
+        if self.transport_kind == "at-next-step":
             m = self.project(w, m)
         m = beta1 * m + (1.0 - beta1) * xi
         if self.moment == "elementwise":
@@ -131,27 +157,39 @@ class StiefelAdam(torch.nn.Module):
             factor = torch.where(norm > cap, cap / norm.clamp_min(1e-300), torch.ones_like(norm))
             eta = eta * factor.view(-1, 1, 1)
         base = w
+        retracted = eta
         if self.decay == "decoupled":
             base = w - lr * lam * w
+            # polar(c W + eta) = polar(W + eta / c) for c > 0: the step retracted from W
+            retracted = eta / (1.0 - lr * lam)
         nxt = self.retract(base, eta)
-        if self.transport == "after-retraction":
+        if self.transport_kind == "after-retraction":
             m = self.project(nxt, m)
-        return nxt, [m, v, t]
+        return nxt, [m, v, t], retracted
 
 
-ALL = ["agrees-with-reference", "on-manifold", "frozen", "decay-annihilated", "scale-free", "equivariance",
-       "projection", "retraction"]
-EXPECTED = ["on-manifold", "frozen", "decay-annihilated", "scale-free", "equivariance", "projection", "retraction"]
+ALL = ["agrees-with-reference", "on-manifold", "tangent-step", "frozen", "decay-annihilated", "scale-free",
+       "equivariance", "projection", "riemannian-gradient", "retraction", "retraction-second-order", "transport",
+       "metric"]
+EXPECTED = [p for p in ALL if p not in ("agrees-with-reference", "retraction-second-order")]
 
 
 def variant(retraction="polar", metric="embedded", moment="frame", capped=True, transport="after-retraction",
             decay="none", reference=None, properties=None, weight_decay=None, project_bug=False,
             project_quotient=True):
+    """A variant and its config. Unless given, it declares every property but agreement with a
+    reference, the second order of its retraction where it is polar (the only second-order one of
+    the three), and a transport where it never transports."""
     settings: Dict[str, object] = {"beta1": 0.9, "beta2": 0.999, "cap_tau": 0.1 if capped else None}
+    if metric == "grassmann":
+        settings["map"] = "grassmann"
     if weight_decay is not None:
         settings["weight_decay"] = weight_decay
-    config: Dict[str, object] = {"properties": properties if properties is not None else EXPECTED,
-                                 "settings": settings}
+    if properties is None:
+        properties = [p for p in EXPECTED if not (p == "transport" and transport == "none")]
+        if retraction == "polar":
+            properties = properties + ["retraction-second-order"]
+    config: Dict[str, object] = {"properties": properties, "settings": settings}
     if reference:
         config["reference"] = reference
     return StiefelAdam(retraction, metric, moment, capped, transport, decay, project_bug, project_quotient), config
@@ -173,6 +211,8 @@ VARIANTS = {
     "polar-column-capped": variant(moment="column"),
     "polar-elementwise-capped": variant(moment="elementwise"),
     "canonical-polar-frame-capped": variant(metric="canonical"),
+    # The paper's B2-Grassmann: the horizontal space, declared against core/'s rule.
+    "grassmann-polar-frame-capped": variant(metric="grassmann", reference="b2-grassmann", properties=ALL),
     # The first moment projected at the next step instead of after the retraction: B2 in exact
     # arithmetic, and so declared.
     "polar-frame-moment-at-next-step": variant(transport="at-next-step", reference="b2", properties=ALL),

@@ -8,14 +8,17 @@ A rule is a step function on a batch of H frames of St(d, r)::
 
 ``w`` and ``g`` are ``[H, d, r]`` float64 (the frames, the Euclidean gradient); ``state`` is ``[]``
 at the first step and then what the previous step returned; ``settings`` holds ``lr`` and ``eps``
-(each claim sets them) and what you declare in ``settings=``. It may come with its components,
-``project(w, x) -> Tensor`` and ``retract(w, eta) -> Tensor``, each certified on its own.
+(each claim sets them) and what you declare in ``settings=``. It may return the step it retracted as a
+third result (``Tuple[Tensor, List[Tensor], Tensor]``: the property ``tangent-step``). It may come
+with its components, each certified on its own: ``project(w, x)``, ``rgrad(w, g)``,
+``retract(w, eta)``, ``transport(w, w_new, x)`` (each -> Tensor of w's shape) and
+``metric(w, x, y)`` (-> Tensor [H], one inner product per frame).
 
     import stiefel_rule
     problems = stiefel_rule.check(step, settings={"beta1": 0.9, "beta2": 0.999})
     stiefel_rule.export(step, "my_rule.pt", name="my-rule", settings={...},
                         properties=["on-manifold", "scale-free", "equivariance"],
-                        project=project, retract=retract)
+                        project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric)
 
 ``export`` writes ``my_rule.pt`` (TorchScript) and ``my_rule.json`` (its --rule-config) beside it;
 ``check`` says, in Python, what would fail: a function TorchScript cannot compile (with the
@@ -43,10 +46,17 @@ from torch import Tensor
 
 __all__ = ["PROPERTIES", "RuleError", "check", "export", "module"]
 
-# The properties a rule may declare (certificates::rule_property_names()).
-PROPERTIES = ("agrees-with-reference", "on-manifold", "frozen", "decay-annihilated", "scale-free", "equivariance",
-              "projection", "retraction")
-REFERENCES = ("b2", "b2-mean-moment", "b2-column", "b2m", "b2m-can")
+# The properties a rule may declare (`stiefel certify --list-rule-properties`; the tests hold the two
+# lists equal), and the component each needs.
+PROPERTIES = ("agrees-with-reference", "on-manifold", "tangent-step", "frozen", "decay-annihilated", "scale-free",
+              "equivariance", "projection", "riemannian-gradient", "retraction", "retraction-second-order",
+              "transport", "metric")
+REFERENCES = ("b2", "b2-mean-moment", "b2-column", "b2m", "b2m-can", "b2-grassmann")
+# A component's arguments, and the properties that need it.
+COMPONENTS = {"project": "w: Tensor, x: Tensor", "rgrad": "w: Tensor, g: Tensor", "retract": "w: Tensor, eta: Tensor",
+              "transport": "w: Tensor, w_new: Tensor, x: Tensor", "metric": "w: Tensor, x: Tensor, y: Tensor"}
+NEEDS = {"projection": "project", "riemannian-gradient": "rgrad", "retraction": "retract",
+         "retraction-second-order": "retract", "transport": "transport", "metric": "metric"}
 
 
 _counter = itertools.count()
@@ -58,18 +68,13 @@ class RuleError(ValueError):
 
 _FORWARD = '''
 def forward(self, w: Tensor, g: Tensor, state: List[Tensor],
-            settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
+            settings: Dict[str, float]) -> {returns}:
     return _step(w, g, state, settings)
 '''
-_PROJECT = '''
+_COMPONENT = '''
 @torch.jit.export
-def project(self, w: Tensor, x: Tensor) -> Tensor:
-    return _project(w, x)
-'''
-_RETRACT = '''
-@torch.jit.export
-def retract(self, w: Tensor, eta: Tensor) -> Tensor:
-    return _retract(w, eta)
+def {name}(self, {args}) -> Tensor:
+    return _{name}({names})
 '''
 
 
@@ -82,23 +87,33 @@ def _script(fn: Callable, what: str):
         raise RuleError(f"{what} ({getattr(fn, '__name__', fn)}) does not compile with TorchScript: {e}") from None
 
 
-def module(step: Callable, project: Optional[Callable] = None, retract: Optional[Callable] = None):
-    """The scripted torch.nn.Module whose forward is ``step`` (and whose project / retract are the
-    components given). Raises RuleError naming the function that does not compile."""
-    namespace = {"torch": torch, "Tensor": Tensor, "Dict": Dict, "List": List, "Tuple": Tuple,
-                 "_step": _script(step, "step")}
-    source = _FORWARD
-    if project is not None:
-        namespace["_project"] = _script(project, "project")
-        source += _PROJECT
-    if retract is not None:
-        namespace["_retract"] = _script(retract, "retract")
-        source += _RETRACT
+def _returns_step(scripted) -> bool:
+    """Whether a scripted step function returns (frames, state, step)."""
+    t = scripted.schema.returns[0].type
+    return isinstance(t, torch._C.TupleType) and len(t.elements()) == 3
+
+
+def module(step: Callable, project: Optional[Callable] = None, retract: Optional[Callable] = None,
+           rgrad: Optional[Callable] = None, transport: Optional[Callable] = None,
+           metric: Optional[Callable] = None):
+    """The scripted torch.nn.Module whose forward is ``step`` and whose methods are the components
+    given. Raises RuleError naming the function that does not compile."""
+    scripted = _script(step, "step")
+    namespace = {"torch": torch, "Tensor": Tensor, "Dict": Dict, "List": List, "Tuple": Tuple, "_step": scripted}
+    returns = "Tuple[Tensor, List[Tensor], Tensor]" if _returns_step(scripted) else "Tuple[Tensor, List[Tensor]]"
+    source = _FORWARD.format(returns=returns)
+    given = {"project": project, "rgrad": rgrad, "retract": retract, "transport": transport, "metric": metric}
+    for name, fn in given.items():
+        if fn is None:
+            continue
+        namespace["_" + name] = _script(fn, name)
+        args = COMPONENTS[name]
+        source += _COMPONENT.format(name=name, args=args, names=", ".join(a.split(":")[0] for a in args.split(", ")))
     # TorchScript reads a method's source through inspect, which finds generated code in linecache.
     filename = f"<stiefel_rule {next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), namespace)
-    methods = {k: namespace[k] for k in ("forward", "project", "retract") if k in namespace}
+    methods = {k: namespace[k] for k in ("forward",) + tuple(COMPONENTS) if k in namespace}
     Rule = type("Rule", (torch.nn.Module,), methods)
     try:
         return torch.jit.script(Rule())
@@ -116,12 +131,14 @@ def _probe_settings(settings: Dict[str, object]) -> Dict[str, float]:
 
 
 def check(step: Callable, settings: Optional[Dict[str, object]] = None, project: Optional[Callable] = None,
-          retract: Optional[Callable] = None) -> List[str]:
+          retract: Optional[Callable] = None, rgrad: Optional[Callable] = None,
+          transport: Optional[Callable] = None, metric: Optional[Callable] = None) -> List[str]:
     """What `stiefel certify --rule` would refuse, as a list of messages (empty: nothing): the
     functions compiled with TorchScript, then two probe steps on three frames of St(5, 2) with the
-    given settings, as `stiefel` probes a rule at load."""
+    given settings, as `stiefel` probes a rule at load, and one call of each component."""
+    given = {"project": project, "rgrad": rgrad, "retract": retract, "transport": transport, "metric": metric}
     try:
-        m = module(step, project, retract)
+        m = module(step, **given)
     except RuleError as e:
         return [str(e)]
     problems = []
@@ -132,33 +149,42 @@ def check(step: Callable, settings: Optional[Dict[str, object]] = None, project:
     for t in range(2):
         g = torch.randn(3, 5, 2, generator=gen, dtype=torch.float64)
         try:
-            nxt, state = m(w, g, state, s)
+            out = m(w, g, state, s)
         except Exception as e:
             return problems + [f"step raised on probe step {t + 1} with settings {s}: {e}"]
+        nxt, state = out[0], out[1]
         if nxt.shape != w.shape:
             return problems + [f"step returned frames of shape {list(nxt.shape)} for {list(w.shape)}"]
         if nxt.dtype != torch.float64:
             return problems + [f"step returned frames of dtype {nxt.dtype}, not float64"]
         if not torch.isfinite(nxt).all():
             return problems + ["step returned frames that are not finite on a probe step"]
+        if len(out) == 3 and (out[2].shape != w.shape or out[2].dtype != w.dtype):
+            return problems + [f"step returned a step of {out[2].dtype} {list(out[2].shape)} for {list(w.shape)}"]
         w = nxt
-    for name in ("project", "retract"):
-        if getattr(m, name, None) is None or (name == "project" and project is None) or \
-                (name == "retract" and retract is None):
+    for name, fn in given.items():
+        if fn is None:
             continue
+        args = [w] * (len(COMPONENTS[name].split(", ")) - 1) + [torch.zeros_like(w)]
         try:
-            out = getattr(m, name)(w, torch.zeros_like(w))
+            out = getattr(m, name)(*args)
         except Exception as e:
-            problems.append(f"{name}(w, x) raised: {e}")
+            problems.append(f"{name}({COMPONENTS[name]}) raised: {e}")
             continue
-        if out.shape != w.shape or out.dtype != w.dtype:
-            problems.append(f"{name}(w, x) returned {out.dtype} {list(out.shape)} for {w.dtype} {list(w.shape)}")
+        if name == "metric":
+            if out.numel() != w.shape[0] or not out.is_floating_point():
+                problems.append(f"metric(w, x, y) returned {out.dtype} {list(out.shape)}: one number per frame, "
+                                f"[{w.shape[0]}]")
+        elif out.shape != w.shape or out.dtype != w.dtype:
+            problems.append(f"{name}({COMPONENTS[name]}) returned {out.dtype} {list(out.shape)} for {w.dtype} "
+                            f"{list(w.shape)}")
     return problems
 
 
 def export(step: Callable, path: str, *, name: Optional[str] = None, settings: Optional[Dict[str, object]] = None,
            properties: Iterable[str] = (), reference: Optional[str] = None, project: Optional[Callable] = None,
-           retract: Optional[Callable] = None) -> Tuple[str, str]:
+           retract: Optional[Callable] = None, rgrad: Optional[Callable] = None,
+           transport: Optional[Callable] = None, metric: Optional[Callable] = None) -> Tuple[str, str]:
     """Writes the rule to ``path`` (TorchScript) and its --rule-config beside it (``.json``), each
     atomically; returns both paths. Raises RuleError for what `stiefel` would refuse."""
     properties = list(properties)
@@ -169,15 +195,17 @@ def export(step: Callable, path: str, *, name: Optional[str] = None, settings: O
         raise RuleError(f"reference {reference!r} is not one of {list(REFERENCES)}")
     if "agrees-with-reference" in properties and reference is None:
         raise RuleError("'agrees-with-reference' needs a reference")
-    if "projection" in properties and project is None:
-        raise RuleError("'projection' needs project=")
-    if "retraction" in properties and retract is None:
-        raise RuleError("'retraction' needs retract=")
+    given = {"project": project, "rgrad": rgrad, "retract": retract, "transport": transport, "metric": metric}
+    for p in properties:
+        if p in NEEDS and given[NEEDS[p]] is None:
+            raise RuleError(f"'{p}' needs {NEEDS[p]}=")
+    if "tangent-step" in properties and not _returns_step(_script(step, "step")):
+        raise RuleError("'tangent-step' needs a step that returns (frames, state, step)")
     settings = dict(settings or {})
     for k in ("lr", "eps"):
         if k in settings:
             raise RuleError(f"settings[{k!r}]: each claim sets lr and eps")
-    problems = check(step, settings, project, retract)
+    problems = check(step, settings, **given)
     if problems:
         raise RuleError("; ".join(problems))
     if not path.endswith(".pt"):
@@ -188,7 +216,7 @@ def export(step: Callable, path: str, *, name: Optional[str] = None, settings: O
         config["name"] = name
     if reference is not None:
         config["reference"] = reference
-    m = module(step, project, retract)
+    m = module(step, **given)
     m.save(path + ".tmp")
     os.replace(path + ".tmp", path)
     with open(config_path + ".tmp", "w") as f:

@@ -4,9 +4,19 @@
 namespace stiefel::rules {
 
 const std::vector<std::string>& rule_property_names() {
-  static const std::vector<std::string> names{"agrees-with-reference", "on-manifold", "tangent-step", "frozen",
-                                              "decay-annihilated",     "scale-free",  "equivariance", "projection",
-                                              "riemannian-gradient",   "retraction",  "transport",    "metric"};
+  static const std::vector<std::string> names{"agrees-with-reference",
+                                              "on-manifold",
+                                              "tangent-step",
+                                              "frozen",
+                                              "decay-annihilated",
+                                              "scale-free",
+                                              "equivariance",
+                                              "projection",
+                                              "riemannian-gradient",
+                                              "retraction",
+                                              "retraction-second-order",
+                                              "transport",
+                                              "metric"};
   return names;
 }
 

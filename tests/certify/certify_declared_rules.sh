@@ -15,7 +15,12 @@
 #     claim, by name, its idempotency residual shown;
 #   - a rule declared against core/'s B2 that is not B2 is refuted with the first stage that differs
 #     named: the elementwise moment (direction), the QR retraction (retraction), no cap (step cap),
-#     the first moment never transported (moments).
+#     the first moment never transported (moments);
+#   - the components: the Grassmann B2 (horizontal projection, gradient and transport, declared
+#     against core/'s B2-Grassmann) is certified on all of them; the canonical-metric Adam's
+#     projection, gradient and metric hold in its metric; the QR and Cayley retractions are refuted
+#     as second order (an observation) and the polar one certified; a transport that leaves the moment
+#     where it was is refuted by name; declaring a component the module does not have exits 2.
 set -uo pipefail
 stiefel=$1 source=$2 work=$3
 py=python3  # the tests' Python (STIEFEL_TEST_PYTHON, first on PATH): ci/setup installs python3-torch for it
@@ -23,7 +28,8 @@ rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $1"; exit 1; }
 "$py" "$source/scripts/make_rule_variants.py" "$work/rules" b2-coupled-decay qr-frame-uncapped qr-elementwise-uncapped \
   project-twice-sym polar-frame-moment-at-next-step polar-frame-quotient-not-projected polar-elementwise-capped \
-  polar-frame-uncapped polar-frame-not-transported || fail "make_rule_variants.py failed"
+  polar-frame-uncapped polar-frame-not-transported grassmann-polar-frame-capped canonical-polar-frame-capped \
+  cayley-frame-capped || fail "make_rule_variants.py failed"
 certify() {  # certify NAME [CONFIG]: sets rc; the log in $work/NAME.log, the certificate in $work/NAME.cert.json
   "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "${2:-$work/rules/$1.json}" --jobs 2 --cases 12 \
     --out "$work/$1.cert.json" > "$work/$1.log" 2>&1
@@ -41,10 +47,15 @@ got=$(verdicts "$work/b2-coupled-decay.cert.json")
 rule-decay-annihilated-b2-coupled-decay certified certified
 rule-equivariance-b2-coupled-decay certified certified
 rule-frozen-stays-b2-coupled-decay certified certified
+rule-metric-b2-coupled-decay certified certified
 rule-on-manifold-b2-coupled-decay certified certified
 rule-projection-b2-coupled-decay certified certified
 rule-retraction-b2-coupled-decay certified certified
-rule-scale-free-b2-coupled-decay certified certified" ] || fail "B2 with coupled decay: $got"
+rule-retraction-second-order-b2-coupled-decay certified certified
+rule-riemannian-gradient-b2-coupled-decay certified certified
+rule-scale-free-b2-coupled-decay certified certified
+rule-tangent-step-b2-coupled-decay certified certified
+rule-transport-b2-coupled-decay certified certified" ] || fail "B2 with coupled decay: $got"
 
 # Two more rules that are B2 in exact arithmetic, each declaring agreement with core/'s B2.
 for b2 in polar-frame-moment-at-next-step polar-frame-quotient-not-projected; do
@@ -93,4 +104,40 @@ for pair in "polar-elementwise-capped:direction" "qr-frame-uncapped:retraction" 
   grep -q "^  first stage that differs from the reference: $stage" "$work/$v.ref.log" ||
     { cat "$work/$v.ref.log"; fail "$v against B2: the first stage that differs is not '$stage'"; }
 done
-echo "declared rules: B2 with coupled decay and the QR Adam certified; equivariance and the projection refuted by name"
+
+# The components.
+certify grassmann-polar-frame-capped
+[ "$rc" -eq 0 ] || { cat "$work/grassmann-polar-frame-capped.log"; fail "the Grassmann B2: exit $rc, expected 0"; }
+got=$(verdicts "$work/grassmann-polar-frame-capped.cert.json")
+[ "$(grep -c " certified certified$" <<< "$got")" -eq 13 ] || fail "the Grassmann B2: $got"
+"$py" -c 'import json,sys
+k = next(k for k in json.load(open(sys.argv[1]))["claims"] if k["id"] == "rule-tangent-step-grassmann-polar-frame-capped")
+assert "horizontal" in k["statement"] and "r < d" in k["generator"], k["statement"]' \
+  "$work/grassmann-polar-frame-capped.cert.json" || fail "the Grassmann rule's tangent-step claim is not the horizontal one"
+certify canonical-polar-frame-capped
+[ "$rc" -eq 0 ] || { cat "$work/canonical-polar-frame-capped.log"; fail "the canonical-metric Adam: exit $rc, expected 0"; }
+certify cayley-frame-capped
+got=$(verdicts "$work/cayley-frame-capped.cert.json")
+grep -qx "rule-retraction-second-order-cayley-frame-capped observed refuted" <<< "$got" ||
+  fail "the Cayley retraction is not observed to be first order only: $got"
+got=$(verdicts "$work/qr-frame-uncapped.cert.json")
+grep -qx "rule-retraction-second-order-qr-frame-uncapped observed refuted" <<< "$got" ||
+  fail "the QR retraction is not observed to be first order only: $got"
+grep -qx "rule-retraction-second-order-b2-coupled-decay certified certified" <<< \
+  "$(verdicts "$work/b2-coupled-decay.cert.json")" || fail "the polar retraction is not certified second order"
+"$stiefel" certify --rule "$work/rules/polar-frame-not-transported.pt" \
+  --rule-config "$work/rules/polar-frame-not-transported.json" --claims '^rule-transport-' --jobs 2 --cases 12 \
+  --out "$work/not-transported.cert.json" > "$work/not-transported.log" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "^FAILED rule-transport-polar-frame-not-transported: refuted" "$work/not-transported.log" ||
+  { cat "$work/not-transported.log"; fail "a transport that leaves the moment is not refuted by name (exit $rc)"; }
+# A component declared that the module does not have: the user's error (exit 2), named.
+"$py" "$source/scripts/make_rule_fixtures.py" "$work/two" > /dev/null || fail "make_rule_fixtures.py failed"
+printf '{"properties": ["tangent-step"]}' > "$work/two/declares-step.json"
+"$stiefel" certify --rule "$work/two/b2.pt" --rule-config "$work/two/declares-step.json" --out "$work/two.cert.json" \
+  > "$work/two.log" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "declares 'tangent-step' but its forward returns no step" "$work/two.log" ||
+  { cat "$work/two.log"; fail "a rule declaring tangent-step without returning its step: exit $rc, expected 2 and the reason"; }
+[ ! -e "$work/two.cert.json" ] || fail "a refused rule left a certificate"
+echo "declared rules: B2 with coupled decay, the QR Adam and the Grassmann B2 certified; equivariance, the projection, the transport and second order refuted by name"

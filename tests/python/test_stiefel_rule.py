@@ -35,6 +35,27 @@ def normalised_sgd(w: Tensor, g: Tensor, state: List[Tensor],
     return retract(w, -settings["lr"] * xi / (norm + settings["eps"])), state
 
 
+def rgrad(w: Tensor, g: Tensor) -> Tensor:
+    return project(w, g)
+
+
+def transport(w: Tensor, w_new: Tensor, x: Tensor) -> Tensor:
+    return project(w_new, x)
+
+
+def metric(w: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    return (x * y).sum((-2, -1))
+
+
+def normalised_sgd_with_step(w: Tensor, g: Tensor, state: List[Tensor],
+                             settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor], Tensor]:
+    """The same, returning the step it retracts."""
+    xi = project(w, g)
+    norm = xi.pow(2).sum((-2, -1), keepdim=True).sqrt()
+    eta = -settings["lr"] * xi / (norm + settings["eps"])
+    return retract(w, eta), state, eta
+
+
 def wrong_shape(w: Tensor, g: Tensor, state: List[Tensor],
                 settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
     return w[:, :, :1], state
@@ -78,6 +99,8 @@ class Export(unittest.TestCase):
         for kwargs, message in [({"properties": ["isometry"]}, "unknown properties"),
                                 ({"properties": ["agrees-with-reference"]}, "needs a reference"),
                                 ({"properties": ["projection"]}, "needs project="),
+                                ({"properties": ["transport"]}, "needs transport="),
+                                ({"properties": ["tangent-step"]}, "returns \\(frames, state, step\\)"),
                                 ({"reference": "b3"}, "is not one of"),
                                 ({"settings": {"lr": 0.1}}, "each claim sets lr and eps")]:
             with self.assertRaisesRegex(stiefel_rule.RuleError, message):
@@ -101,6 +124,29 @@ class Export(unittest.TestCase):
             verdicts = {k["id"]: (k["expected"], k["observed"]) for k in json.load(f)["claims"]}
         self.assertEqual(verdicts["rule-projection-nsgd"], ("certified", "certified"))
         self.assertEqual(verdicts["rule-decay-annihilated-nsgd"][0], "observed")
+
+    @unittest.skipUnless(os.environ.get("STIEFEL"), "STIEFEL names the stiefel program")
+    def test_every_component_and_the_step_certify(self):
+        props = ["on-manifold", "tangent-step", "frozen", "scale-free", "equivariance", "projection",
+                 "riemannian-gradient", "retraction", "retraction-second-order", "transport", "metric"]
+        stiefel_rule.export(normalised_sgd_with_step, self.path, name="nsgd-all", properties=props,
+                            project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric)
+        out = os.path.join(self.dir.name, "nsgd-all.cert.json")
+        p = subprocess.run([os.environ["STIEFEL"], "certify", "--rule", self.path, "--rule-config",
+                            self.path[:-3] + ".json", "--cases", "10", "--jobs", "2", "--out", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        with open(out) as f:
+            verdicts = {k["id"]: (k["expected"], k["observed"]) for k in json.load(f)["claims"]}
+        for prop, stem in (("tangent-step", "rule-tangent-step"), ("transport", "rule-transport"),
+                           ("metric", "rule-metric"), ("riemannian-gradient", "rule-riemannian-gradient")):
+            self.assertEqual(verdicts[f"{stem}-nsgd-all"], ("certified", "certified"), prop)
+
+    @unittest.skipUnless(os.environ.get("STIEFEL"), "STIEFEL names the stiefel program")
+    def test_properties_are_the_programs(self):
+        p = subprocess.run([os.environ["STIEFEL"], "certify", "--list-rule-properties"], stdout=subprocess.PIPE,
+                           text=True, check=True)
+        self.assertEqual(tuple(line.split("\t")[0] for line in p.stdout.splitlines()), stiefel_rule.PROPERTIES)
 
 
 if __name__ == "__main__":

@@ -85,9 +85,16 @@ struct Stepper {
   torch::ScalarType dtype;
   std::map<std::string, double> extra;  // settings the config passes through
 
-  std::pair<torch::Tensor, c10::List<torch::Tensor>> call(const torch::Tensor& w, const torch::Tensor& g,
-                                                          const c10::List<torch::Tensor>& state,
-                                                          const c10::Dict<std::string, double>& settings, int step) {
+  // The next frames, the next state, and the step the call retracted where forward returns it as a
+  // third result (an undefined tensor where it does not).
+  struct Result {
+    torch::Tensor next;
+    c10::List<torch::Tensor> state;
+    torch::Tensor step;
+  };
+
+  Result call(const torch::Tensor& w, const torch::Tensor& g, const c10::List<torch::Tensor>& state,
+              const c10::Dict<std::string, double>& settings, int step) {
     const std::string what = call_text(step, w, settings);
     const auto fail = [&](const std::string& why) { return rules::RuleError(file + ": " + why + " (" + what + ")"); };
     c10::IValue out;
@@ -99,42 +106,76 @@ struct Stepper {
     } catch (const std::exception& e) {  // a `raise` in the script (torch::jit::JITException)
       throw fail("forward(w, g, state, settings) raised: " + rule_error_text(e.what()));
     }
-    if (!out.isTuple() || out.toTupleRef().elements().size() != 2)
-      throw fail("forward must return a tuple (frames, state)");
+    const std::size_t n = out.isTuple() ? out.toTupleRef().elements().size() : 0;
+    if (n != 2 && n != 3) throw fail("forward must return a tuple (frames, state) or (frames, state, step)");
     const auto& elems = out.toTupleRef().elements();
     if (!elems[0].isTensor()) throw fail("forward's first result is not a tensor");
     if (!elems[1].isTensorList()) throw fail("forward's second result is not a List[Tensor]");
-    torch::Tensor next = elems[0].toTensor();
-    if (next.sizes() != w.sizes())
-      throw fail("forward returned frames of shape " + c10::str(next.sizes()) + " for frames of shape " +
-                 c10::str(w.sizes()));
-    if (next.scalar_type() != dtype)
-      throw fail("forward returned frames of dtype " + std::string(c10::toString(next.scalar_type())) +
-                 ", configured " + std::string(c10::toString(dtype)));
-    return {next, elems[1].toTensorList()};
+    Result r{elems[0].toTensor(), elems[1].toTensorList(), {}};
+    const auto check_shape = [&](const torch::Tensor& t, const char* which) {
+      if (t.sizes() != w.sizes())
+        throw fail(std::string("forward returned ") + which + " of shape " + c10::str(t.sizes()) +
+                   " for frames of shape " + c10::str(w.sizes()));
+      if (t.scalar_type() != dtype)
+        throw fail(std::string("forward returned ") + which + " of dtype " +
+                   std::string(c10::toString(t.scalar_type())) + ", configured " + std::string(c10::toString(dtype)));
+    };
+    check_shape(r.next, "frames");
+    if (n == 3) {
+      if (!elems[2].isTensor()) throw fail("forward's third result (the step) is not a tensor");
+      r.step = elems[2].toTensor();
+      check_shape(r.step, "a step");
+    }
+    return r;
   }
 
-  // An exposed component, NAME(w, x) -> Tensor of w's shape and dtype.
-  torch::Tensor component(const std::string& name, const torch::Tensor& w, const torch::Tensor& x) {
-    const std::string what = rules::call_context().empty() ? "the load-time probe of " + name
-                                                           : "claim " + rules::call_context() + ", " + name +
-                                                                 "(w, x) on w " + c10::str(w.sizes());
+  // What a component's call is, for the messages that name it.
+  std::string component_text(const std::string& name, const torch::Tensor& w) const {
+    return rules::call_context().empty()
+               ? "the load-time probe of " + name
+               : "claim " + rules::call_context() + ", " + name + " on w " + c10::str(w.sizes());
+  }
+
+  // An exposed component called on `args`; what it returns, checked to be a tensor.
+  torch::Tensor invoke(const std::string& name, const std::string& signature, std::vector<c10::IValue> args,
+                       const std::string& what) {
     const auto fail = [&](const std::string& why) { return rules::RuleError(file + ": " + why + " (" + what + ")"); };
     c10::IValue out;
     try {
       const Announced announced(what);
-      out = module.get_method(name)({w, x});
+      out = module.get_method(name)(std::move(args));
     } catch (const c10::Error& e) {
-      throw fail(name + "(w, x) failed: " + rule_error_text(e.what_without_backtrace()));
+      throw fail(signature + " failed: " + rule_error_text(e.what_without_backtrace()));
     } catch (const std::exception& e) {
-      throw fail(name + "(w, x) raised: " + rule_error_text(e.what()));
+      throw fail(signature + " raised: " + rule_error_text(e.what()));
     }
-    if (!out.isTensor()) throw fail(name + "(w, x) must return a tensor");
-    torch::Tensor r = out.toTensor();
-    if (r.sizes() != w.sizes() || r.scalar_type() != dtype)
-      throw fail(name + "(w, x) returned " + std::string(c10::toString(r.scalar_type())) + " " + c10::str(r.sizes()) +
-                 " for " + std::string(c10::toString(dtype)) + " " + c10::str(w.sizes()));
+    if (!out.isTensor()) throw fail(signature + " must return a tensor");
+    return out.toTensor();
+  }
+
+  // An exposed component, NAME(w, x) -> Tensor of w's shape and dtype (project, retract, rgrad), or
+  // NAME(w, w_new, x) (transport).
+  torch::Tensor component(const std::string& name, const std::vector<torch::Tensor>& args) {
+    const std::string what = component_text(name, args[0]);
+    const std::string signature = name + (args.size() == 3 ? "(w, w_new, x)" : "(w, x)");
+    torch::Tensor r = invoke(name, signature, {args.begin(), args.end()}, what);
+    if (r.sizes() != args[0].sizes() || r.scalar_type() != dtype)
+      throw rules::RuleError(file + ": " + signature + " returned " + std::string(c10::toString(r.scalar_type())) +
+                             " " + c10::str(r.sizes()) + " for " + std::string(c10::toString(dtype)) + " " +
+                             c10::str(args[0].sizes()) + " (" + what + ")");
     return r;
+  }
+
+  // metric(w, x, y) -> one number per frame: a tensor [H] (or [H, 1, 1]) of any floating dtype.
+  std::vector<double> metric(const torch::Tensor& w, const torch::Tensor& x, const torch::Tensor& y) {
+    const std::string what = component_text("metric", w);
+    torch::Tensor r = invoke("metric", "metric(w, x, y)", {w, x, y}, what);
+    if (!r.is_floating_point() || r.numel() != w.size(0))
+      throw rules::RuleError(file + ": metric(w, x, y) returned " + std::string(c10::toString(r.scalar_type())) + " " +
+                             c10::str(r.sizes()) + "; it must return one number per frame, a floating tensor [" +
+                             std::to_string(w.size(0)) + "] (" + what + ")");
+    const torch::Tensor flat = r.to(torch::kFloat64).reshape({-1}).contiguous();
+    return {flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel()};
   }
 };
 
@@ -158,11 +199,14 @@ class ScriptRule final : public rules::UpdateRule {
   }
 
   Frames<double> step(const Frames<double>& w, const Frames<double>& g) override {
-    auto [next, state] = stepper_->call(frames_to_tensor(w, stepper_->dtype), frames_to_tensor(g, stepper_->dtype),
-                                        state_, settings_, ++steps_);
-    state_ = std::move(state);
-    return tensor_to_frames(next);
+    auto r = stepper_->call(frames_to_tensor(w, stepper_->dtype), frames_to_tensor(g, stepper_->dtype), state_,
+                            settings_, ++steps_);
+    state_ = std::move(r.state);
+    last_step_ = r.step.defined() ? std::optional<Frames<double>>(tensor_to_frames(r.step)) : std::nullopt;
+    return tensor_to_frames(r.next);
   }
+
+  const Frames<double>* last_step() const override { return last_step_ ? &*last_step_ : nullptr; }
 
   void set_rate(double lr) override { settings_.insert_or_assign("lr", lr); }
 
@@ -170,6 +214,7 @@ class ScriptRule final : public rules::UpdateRule {
   std::shared_ptr<Stepper> stepper_;
   c10::Dict<std::string, double> settings_;
   c10::List<torch::Tensor> state_;
+  std::optional<Frames<double>> last_step_;
   int steps_ = 0;
 };
 
@@ -230,7 +275,9 @@ void read_properties(const nlohmann::json& j, const std::string& where, ScriptRu
   }
   if (j.contains("reference")) {
     c.reference = j["reference"];
-    const auto& refs = certifiable_rules();
+    // A declared rule may also refer to the Grassmann B2 (its cases keep r < d).
+    std::vector<std::string> refs = certifiable_rules();
+    refs.push_back("b2-grassmann");
     if (std::find(refs.begin(), refs.end(), c.reference) == refs.end()) {
       std::string list;
       for (const auto& n : refs) list += (list.empty() ? "" : ", ") + n;
@@ -249,6 +296,12 @@ void read_setting(const std::string& key, const nlohmann::json& value, const std
   if (key == "adaptive") {
     if (!value.is_boolean()) throw std::invalid_argument(at + " must be true or false");
     c.settings.adaptive = value.get<bool>();
+    return;
+  }
+  if (key == "map") {
+    if (value != "stiefel" && value != "grassmann")
+      throw std::invalid_argument(at + " must be \"stiefel\" (W^T eta skew) or \"grassmann\" (W^T eta = 0)");
+    c.settings.map = value == "grassmann" ? TangentMap::kGrassmann : TangentMap::kStiefel;
     return;
   }
   if (key == "cap_tau" && value.is_null()) {
@@ -381,6 +434,7 @@ rules::RuleImplementation script_rule_implementation(const std::filesystem::path
   stepper->module.eval();
   if (!stepper->module.find_method("forward"))
     throw std::invalid_argument(where + ": the module has no forward method");
+  bool reports_step = false;  // forward returns (frames, state, step)
   // A probe: two steps on three frames of St(5, 2) with the rule's settings at rate 0.1, on a clone
   // (what the module keeps in its attributes is left as loaded for the claims' clones).
   {
@@ -397,17 +451,19 @@ rules::RuleImplementation script_rule_implementation(const std::filesystem::path
     torch::Tensor w = q;
     for (int t = 0; t < 2; ++t) {
       const auto g = torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)).to(stepper->dtype);
-      torch::Tensor next;
-      c10::List<torch::Tensor> s;
+      Stepper::Result r;
       try {
-        std::tie(next, s) = probe.call(w, g, state, settings, t + 1);
+        r = probe.call(w, g, state, settings, t + 1);
       } catch (const rules::RuleError& e) {
         throw std::invalid_argument(e.what());
       }
-      if (!torch::isfinite(next).all().item<bool>())
+      if (!torch::isfinite(r.next).all().item<bool>())
         throw std::invalid_argument(where + ": forward returned frames that are not finite on a probe step");
-      w = next;
-      state = s;
+      if (t == 0) reports_step = r.step.defined();
+      if (r.step.defined() != reports_step)
+        throw std::invalid_argument(where + ": forward returned its step on one probe step and not on another");
+      w = r.next;
+      state = r.state;
     }
   }
   const double u = config.dtype == "float32" ? 0x1p-24 : 0x1p-53;
@@ -429,27 +485,57 @@ rules::RuleImplementation script_rule_implementation(const std::filesystem::path
   decl.settings = config.settings;
   decl.reference = config.reference;
   decl.properties = config.properties;
+  decl.reports_step = reports_step;
   // The exposed components: each called on a clone of its own, one call at a time.
-  for (const char* name : {"project", "retract"}) {
-    if (!stepper->module.find_method(name)) continue;
+  const auto owned = [&] {
     auto owner = std::make_shared<std::pair<std::mutex, Stepper>>();
     owner->second = clone(*stepper);
-    rules::FramesMap map = [owner, name = std::string(name)](const Frames<double>& w, const Frames<double>& x) {
+    return owner;
+  };
+  for (const char* name : {"project", "retract", "rgrad"}) {
+    if (!stepper->module.find_method(name)) continue;
+    rules::FramesMap map = [owner = owned(), name = std::string(name)](const Frames<double>& w,
+                                                                       const Frames<double>& x) {
       std::lock_guard lock(owner->first);
       torch::NoGradGuard guard;
       const auto dtype = owner->second.dtype;
-      return tensor_to_frames(owner->second.component(name, frames_to_tensor(w, dtype), frames_to_tensor(x, dtype)));
+      return tensor_to_frames(owner->second.component(name, {frames_to_tensor(w, dtype), frames_to_tensor(x, dtype)}));
     };
-    (std::string(name) == "project" ? decl.project : decl.retract) = std::move(map);
+    (std::string(name) == "project"   ? decl.project
+     : std::string(name) == "retract" ? decl.retract
+                                      : decl.rgrad) = std::move(map);
   }
-  for (const char* needs : {"projection", "retraction"}) {
-    const bool wanted = std::find(decl.properties.begin(), decl.properties.end(), needs) != decl.properties.end();
-    const bool exposed = std::string(needs) == "projection" ? bool(decl.project) : bool(decl.retract);
-    if (wanted && !exposed)
-      throw std::invalid_argument(where + ": declares '" + needs + "' but exposes no " +
-                                  (std::string(needs) == "projection" ? "project(w, x)" : "retract(w, eta)") +
-                                  " method (@torch.jit.export)");
-  }
+  if (stepper->module.find_method("transport"))
+    decl.transport = [owner = owned()](const Frames<double>& w, const Frames<double>& w_new, const Frames<double>& x) {
+      std::lock_guard lock(owner->first);
+      torch::NoGradGuard guard;
+      const auto dtype = owner->second.dtype;
+      return tensor_to_frames(owner->second.component(
+          "transport", {frames_to_tensor(w, dtype), frames_to_tensor(w_new, dtype), frames_to_tensor(x, dtype)}));
+    };
+  if (stepper->module.find_method("metric"))
+    decl.metric = [owner = owned()](const Frames<double>& w, const Frames<double>& x, const Frames<double>& y) {
+      std::lock_guard lock(owner->first);
+      torch::NoGradGuard guard;
+      const auto dtype = owner->second.dtype;
+      return owner->second.metric(frames_to_tensor(w, dtype), frames_to_tensor(x, dtype), frames_to_tensor(y, dtype));
+    };
+  struct Needs {
+    const char* property;
+    bool exposed;
+    const char* what;
+  };
+  for (const Needs& n :
+       {Needs{"projection", bool(decl.project), "exposes no project(w, x) method (@torch.jit.export)"},
+        Needs{"riemannian-gradient", bool(decl.rgrad), "exposes no rgrad(w, g) method (@torch.jit.export)"},
+        Needs{"retraction", bool(decl.retract), "exposes no retract(w, eta) method (@torch.jit.export)"},
+        Needs{"retraction-second-order", bool(decl.retract), "exposes no retract(w, eta) method (@torch.jit.export)"},
+        Needs{"transport", bool(decl.transport), "exposes no transport(w, w_new, x) method (@torch.jit.export)"},
+        Needs{"metric", bool(decl.metric), "exposes no metric(w, x, y) method (@torch.jit.export)"},
+        Needs{"tangent-step", decl.reports_step,
+              "its forward returns no step: return (frames, state, step), the step retracted"}})
+    if (std::find(decl.properties.begin(), decl.properties.end(), n.property) != decl.properties.end() && !n.exposed)
+      throw std::invalid_argument(where + ": declares '" + n.property + "' but " + n.what);
   if (std::find(decl.properties.begin(), decl.properties.end(), "agrees-with-reference") != decl.properties.end() &&
       decl.reference.empty())
     throw std::invalid_argument(where + ": declares 'agrees-with-reference' but names no 'reference'");

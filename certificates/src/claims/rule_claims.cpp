@@ -758,17 +758,47 @@ Claim on_manifold_claim(const RuleImplementation& impl) {
   return c;
 }
 
+// --- the components' helpers ---------------------------------------------------------------------
+
+// The normal part of a step eta at W, relative to ||eta||: ||sym(W^T eta)|| (St(d, r)'s tangent
+// space), ||W^T eta|| (Grassmann's horizontal space).
+double normal_part(TangentMap map, const Matrix<double>& w, const Matrix<double>& eta) {
+  const Matrix<double> wt = w.transpose() * eta;
+  const double n = map == TangentMap::kGrassmann ? wt.norm() : ((wt + wt.transpose()) / 2).norm();
+  return n / std::max(eta.norm(), 1e-300);
+}
+
+// The inner product a component is judged in: the rule's metric where it exposes one, else the
+// embedded <X, Y> = tr(X^T Y), one number per frame.
+std::vector<double> inner(const RuleDeclaration& decl, const Frames<double>& w, const Frames<double>& x,
+                          const Frames<double>& y) {
+  if (decl.metric) return decl.metric(w, x, y);
+  std::vector<double> out;
+  for (std::size_t h = 0; h < x.size(); ++h) out.push_back(x[h].cwiseProduct(y[h]).sum());
+  return out;
+}
+
+// The tangent vectors of the rule's tangent space at W: Pi_W(Z) (Pi^h(Z) for a Grassmann rule).
+Matrix<double> tangent_of(TangentMap map, const Matrix<double>& w, const Matrix<double>& z) {
+  return map == TangentMap::kGrassmann ? project_horizontal<double>(w, z) : project_tangent<double>(w, z);
+}
+
 // --- an exposed projection (Prop. 2) -------------------------------------------------------------
 
 enum class ProjectionMutant { kNone, kFramesOffManifold };
 
-// The rule's project(W, X) against the four properties that make it Pi_W (embedded metric): it is
-// idempotent, self-adjoint, kills {W S : S symmetric} and fixes tangent vectors; each residual
-// relative to its input's norm. The control passes frames off the manifold by a relative 1e-6
-// (W (1 + 1e-6)), where Pi_W's formula is no projection.
+// The rule's project(W, X) against the four properties that make it the projection onto its tangent
+// space: idempotent, self-adjoint in the rule's metric (its metric(W, X, Y) where exposed, else the
+// embedded one), zero on the normal space {W S : S symmetric} (for a Grassmann rule the vertical
+// space {W A}) and the identity on tangent (horizontal) vectors; each residual relative to its
+// input's norm. The control passes frames off the manifold by a relative 1e-6 (W (1 + 1e-6)), where
+// Pi_W's formula is no projection.
 CheckResult projection(const RuleImplementation& impl, const Case& c, ProjectionMutant mutant) {
+  const RuleDeclaration& decl = *impl.declaration;
+  const TangentMap map = decl.settings.map;
   Rng rng(c.seed);
   Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  const Frames<double> on_manifold = w;
   if (mutant == ProjectionMutant::kFramesOffManifold)
     for (auto& f : w) f *= 1 + 1e-6;
   const double scale = pow10(c.log10_scale);
@@ -777,21 +807,22 @@ CheckResult projection(const RuleImplementation& impl, const Case& c, Projection
   for (int h = 0; h < c.heads; ++h) {
     x.push_back(gaussian_matrix<double>(rng, c.d, c.r) * scale);
     y.push_back(gaussian_matrix<double>(rng, c.d, c.r) * scale);
-    Matrix<double> sym = gaussian_matrix<double>(rng, c.r, c.r);
-    sym = ((sym + sym.transpose()) / 2).eval();
-    normal.push_back(w[std::size_t(h)] * sym * scale);
+    Matrix<double> a = gaussian_matrix<double>(rng, c.r, c.r);
+    if (map != TangentMap::kGrassmann) a = ((a + a.transpose()) / 2).eval();
+    normal.push_back(w[std::size_t(h)] * a * scale);
     const Matrix<double> z = gaussian_matrix<double>(rng, c.d, c.r) * scale;
-    tangent.push_back(project_tangent<double>(w[std::size_t(h)], z));
+    tangent.push_back(tangent_of(map, w[std::size_t(h)], z));
     tangent_source.push_back(z.norm());
   }
-  const auto& project = impl.declaration->project;
+  const auto& project = decl.project;
   const Frames<double> px = project(w, x), py = project(w, y), ppx = project(w, px), pn = project(w, normal),
                        pt = project(w, tangent);
+  // The metric at the frames on the manifold (the control moves only what project sees).
+  const std::vector<double> gpx_y = inner(decl, on_manifold, px, y), gx_py = inner(decl, on_manifold, x, py);
   double idempotent = 0, adjoint = 0, kills = 0, fixes = 0;
   for (std::size_t h = 0; h < x.size(); ++h) {
     idempotent = worse(idempotent, (ppx[h] - px[h]).norm() / x[h].norm());
-    adjoint = worse(adjoint, std::abs(px[h].cwiseProduct(y[h]).sum() - x[h].cwiseProduct(py[h]).sum()) /
-                                 (x[h].norm() * y[h].norm()));
+    adjoint = worse(adjoint, std::abs(gpx_y[h] - gx_py[h]) / (x[h].norm() * y[h].norm()));
     kills = worse(kills, pn[h].norm() / std::max(normal[h].norm(), 1e-300));
     // Relative to the matrix it was projected from: a tangent vector short against it carries that
     // matrix's rounding (u ||Z||) in its normal part.
@@ -805,9 +836,13 @@ CheckResult projection(const RuleImplementation& impl, const Case& c, Projection
 
 Claim projection_claim(const RuleImplementation& impl) {
   Claim c = base_claim(impl, "rule-projection", "Prop. 2", "identity",
-                       "The rule's exposed project(W, X) is the projection onto T_W St(d, r) along {W S : S "
-                       "symmetric}: idempotent, self-adjoint in the embedded metric, zero on W S, the identity on "
-                       "tangent vectors.");
+                       impl.declaration->settings.map == TangentMap::kGrassmann
+                           ? "The rule's exposed project(W, X) is the projection onto the horizontal space at W along "
+                             "{W A}: idempotent, self-adjoint in the rule's metric, zero on W A, the identity on "
+                             "horizontal vectors."
+                           : "The rule's exposed project(W, X) is the projection onto T_W St(d, r) along {W S : S "
+                             "symmetric}: idempotent, self-adjoint in the rule's metric (embedded where it exposes "
+                             "none), zero on W S, the identity on tangent vectors.");
   c.own_dtype_only = true;
   c.generator = "d in [2,10], r in [1,d], H in [1,3], X, Y, S, a tangent vector Gaussian at scale 10^[-6,6]; 40 cases";
   c.residual =
@@ -891,6 +926,395 @@ Claim retraction_claim(const RuleImplementation& impl) {
   c.check = bind(RetractionMutant::kNone);
   c.controls = {{"doubled-step", "R(W, 2 t xi) in place of R(W, t xi): a map that is not first order",
                  bind(RetractionMutant::kDoubledStep)}};
+  return c;
+}
+
+// --- the reported step is tangent -------------------------------------------------------------------
+
+enum class StepMutant { kNone, kChord };
+
+// Over a run of the sequence claims' gradients, each step the rule reports (forward's third result)
+// is tangent at the frames it leaves (horizontal for a Grassmann rule), and, where the rule exposes
+// retract, its next frames are R(W, eta). The control reads the chord W_{t+1} - W_t as the step: off
+// the tangent space by ||eta||^2 / 2, relative ||eta|| / 2 (at least 5e-3 at the rates drawn).
+CheckResult tangent_step(const RuleImplementation& impl, const Case& c, StepMutant mutant) {
+  const RuleDeclaration& decl = *impl.declaration;
+  const RuleSettings s = settings_list(impl, c, {}, 1e-8).front();
+  const auto rule = impl.make();
+  Rng rng(c.seed);
+  Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  Frames<double> persistent;
+  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<double>(rng, c.d, c.r));
+  rule->start(w, s);
+  // The conditioning of the gradients' tangent part: a correct rule's step inherits the rounding of
+  // Pi(G), u ||G|| in its normal part, relative to ||Pi(G)||.
+  double normal = 0, retracted = 0, eta_max = 0, kappa = 1;
+  for (int t = 0; t < c.steps; ++t) {
+    const Frames<double> g = sequence_gradients<double>(rng, persistent, c, t, 1.0);
+    for (std::size_t h = 0; h < w.size(); ++h)
+      kappa = std::max(kappa, g[h].norm() / std::max(tangent_of(s.map, w[h], g[h]).norm(), 1e-300));
+    const Frames<double> next = rule->step(w, g);
+    const Frames<double>* reported = rule->last_step();
+    if (!reported || reported->size() != w.size())
+      throw RuleError("rule " + impl.name + " declares 'tangent-step' but step " + std::to_string(t + 1) +
+                      " reported no step of the frames' shape");
+    Frames<double> eta = *reported;
+    if (mutant == StepMutant::kChord)
+      for (std::size_t h = 0; h < w.size(); ++h) eta[h] = next[h] - w[h];
+    for (std::size_t h = 0; h < w.size(); ++h) {
+      if (eta[h].norm() > 0) normal = worse(normal, normal_part(s.map, w[h], eta[h]));
+      eta_max = worse(eta_max, eta[h].norm());
+    }
+    if (decl.retract) retracted = worse(retracted, max_abs_difference(decl.retract(w, eta), next));
+    w = next;
+  }
+  const double unit = impl.unit_roundoff * double(c.d * c.r) * (1 + eta_max) * kappa;
+  CheckResult r;
+  r.residual = worse(normal, retracted);
+  r.normaliser = unit;
+  r.ratio = r.residual / unit;
+  r.detail = {{"normal_part", normal}, {"eta_max", eta_max}, {"kappa", kappa}};
+  if (decl.retract) r.detail["next_minus_retract"] = retracted;
+  return r;
+}
+
+Claim tangent_step_claim(const RuleImplementation& impl) {
+  const bool grassmann = impl.declaration->settings.map == TangentMap::kGrassmann;
+  Claim c = base_claim(impl, "rule-tangent-step", "§3.2 (the step is tangent before the retraction)", "identity",
+                       grassmann ? "Every step the rule reports is horizontal at the frames it leaves (W^T eta = 0), "
+                                   "and its next frames are its retraction of that step where it exposes one."
+                                 : "Every step the rule reports is tangent at the frames it leaves (W^T eta skew), "
+                                   "and its next frames are its retraction of that step where it exposes one.");
+  c.own_dtype_only = true;
+  c.generator =
+      "d in [2,10], r in [1,d], H in [1,3], T in [1,8] steps of the sequence claims' gradients, rate 10^[-2,0], eps "
+      "1e-8, the rule's declared settings; 40 cases";
+  c.residual = grassmann ? "max over steps and heads of ||W^T eta|| / ||eta|| and max|R(W, eta) - W'|, over "
+                           "u*d*r*(1 + ||eta||max)*kappa"
+                         : "max over steps and heads of ||sym(W^T eta)|| / ||eta|| and max|R(W, eta) - W'|, over "
+                           "u*d*r*(1 + ||eta||max)*kappa, kappa = max ||G|| / ||Pi(G)|| over the run (the "
+                           "projection's conditioning)";
+  c.analysis =
+      "A step built as a projection of anything is tangent to rounding; a step that leaves a normal part "
+      "moves the frames off the manifold before the retraction pulls them back.";
+  c.generator_fn = [] { return sequence_cases(2, 8, -2, 0, false); };
+  const auto bind = [impl](StepMutant m) {
+    return same_in_both([impl, m](const Case& k) { return tangent_step(impl, k, m); });
+  };
+  c.check = bind(StepMutant::kNone);
+  c.controls = {
+      {"chord-as-step", "the chord W_{t+1} - W_t read as the step: normal by ||eta||^2 / 2", bind(StepMutant::kChord)}};
+  return c;
+}
+
+// --- an exposed Riemannian gradient ------------------------------------------------------------------
+
+enum class GradientMutant { kNone, kNormalLeft, kTangentAdded };
+
+// rgrad(W, G) is tangent (its normal part relative to ||G||) and satisfies the Riesz identity
+// g_W(rgrad, xi) = <G, xi> for three tangent xi (relative to ||G|| ||xi||), g the rule's metric. The
+// controls add a normal part W sym(A) of 1e-6 ||G|| to what rgrad returns, and a tangent vector of
+// 1e-6 ||G||: the first breaks tangency only, the second the identity only.
+CheckResult riemannian_gradient(const RuleImplementation& impl, const Case& c, GradientMutant mutant) {
+  const RuleDeclaration& decl = *impl.declaration;
+  const TangentMap map = decl.settings.map;
+  Rng rng(c.seed);
+  const Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  const double scale = pow10(c.log10_scale);
+  Frames<double> g;
+  for (int h = 0; h < c.heads; ++h) g.push_back(gaussian_matrix<double>(rng, c.d, c.r) * scale);
+  Frames<double> rg = decl.rgrad(w, g);
+  for (std::size_t h = 0; h < w.size(); ++h) {
+    if (mutant == GradientMutant::kNormalLeft) {
+      Matrix<double> a = gaussian_matrix<double>(rng, c.r, c.r);
+      a = map == TangentMap::kGrassmann ? a : Matrix<double>((a + a.transpose()) / 2);
+      rg[h] += w[h] * a * (1e-6 * g[h].norm() / a.norm());
+    } else if (mutant == GradientMutant::kTangentAdded) {
+      const Matrix<double> t = tangent_of(map, w[h], gaussian_matrix<double>(rng, c.d, c.r));
+      rg[h] += t * (1e-6 * g[h].norm() / std::max(t.norm(), 1e-300));
+    }
+  }
+  double normal = 0, riesz = 0;
+  for (std::size_t h = 0; h < w.size(); ++h)
+    normal = worse(normal, normal_part(map, w[h], rg[h]) * rg[h].norm() / std::max(g[h].norm(), 1e-300));
+  for (int k = 0; k < 3; ++k) {
+    Frames<double> xi;
+    std::vector<double> source;  // the norm of the matrix each xi was projected from
+    for (std::size_t h = 0; h < w.size(); ++h) {
+      const Matrix<double> z = gaussian_matrix<double>(rng, c.d, c.r);
+      xi.push_back(tangent_of(map, w[h], z));
+      source.push_back(z.norm());
+    }
+    const std::vector<double> lhs = inner(decl, w, rg, xi);
+    // Relative to ||G|| ||Z||: a tangent vector short against Z carries Z's rounding in its normal part.
+    for (std::size_t h = 0; h < w.size(); ++h)
+      riesz =
+          worse(riesz, std::abs(lhs[h] - g[h].cwiseProduct(xi[h]).sum()) / std::max(g[h].norm() * source[h], 1e-300));
+  }
+  CheckResult r = roundoff(worse(normal, riesz), impl.unit_roundoff, double(c.d * c.r));
+  r.detail = {{"normal_part", normal}, {"riesz", riesz}, {"metric", decl.metric ? "the rule's" : "embedded"}};
+  return r;
+}
+
+Claim riemannian_gradient_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-riemannian-gradient", "§5.3 (the Riemannian gradient), Prop. 2", "identity",
+                       "The rule's exposed rgrad(W, G) is the Riemannian gradient in the rule's metric (its "
+                       "metric(W, X, Y) where exposed, else the embedded one): tangent, and g_W(rgrad, xi) = "
+                       "<G, xi> for every tangent xi.");
+  c.own_dtype_only = true;
+  c.generator = "d in [2,10], r in [1,d], H in [1,3], G Gaussian at scale 10^[-6,6], three tangent xi; 40 cases";
+  c.residual =
+      "the larger of ||normal part of rgrad|| / ||G|| and |g_W(rgrad, xi) - <G, xi>| / (||G|| ||xi||), "
+      "over u*d*r (detail: each)";
+  c.analysis =
+      "Embedded: Pi_W(G). Canonical (g_c = tr X^T (I - W W^T / 2) Y): G - W G^T W. Both are tangent and "
+      "represent G on the tangent space.";
+  c.generator_fn = [] { return sequence_cases(2, 1, -2, 0, false); };
+  const auto bind = [impl](GradientMutant m) {
+    return same_in_both([impl, m](const Case& k) { return riemannian_gradient(impl, k, m); });
+  };
+  c.check = bind(GradientMutant::kNone);
+  c.controls = {{"normal-part-left", "a normal part W sym(A) of 1e-6 ||G|| added to rgrad: not tangent",
+                 bind(GradientMutant::kNormalLeft)},
+                {"tangent-added", "a tangent vector of 1e-6 ||G|| added to rgrad: tangent, but not G's representer",
+                 bind(GradientMutant::kTangentAdded)}};
+  return c;
+}
+
+// --- an exposed metric ---------------------------------------------------------------------------------
+
+enum class MetricMutant { kNone, kAsymmetric };
+
+// metric(W, X, Y) on tangent vectors: symmetric, bilinear (g(X + 2Y, Z) = g(X, Z) + 2 g(Y, Z)) and
+// positive (judged as g(X, X) / ||X||^2 >= 1/4, which the embedded and the canonical metric meet:
+// the canonical's smallest is 1/2, on W-directions). Each residual relative to the norms. The
+// control reads g(X, Y) + 1e-6 <X, K Y> with K a fixed skew d x d matrix: bilinear and positive,
+// but <Y, K X> = -<X, K Y>; and + 1e-6 <X, Y M> with M a skew r x r matrix (the first vanishes on
+// the horizontal space where d - r = 1, the second where r = 1).
+CheckResult metric_check(const RuleImplementation& impl, const Case& c, MetricMutant mutant) {
+  const RuleDeclaration& decl = *impl.declaration;
+  const TangentMap map = decl.settings.map;
+  Rng rng(c.seed);
+  const Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  const double scale = pow10(c.log10_scale);
+  Frames<double> x, y, z, x2y;
+  for (int h = 0; h < c.heads; ++h) {
+    x.push_back(tangent_of(map, w[std::size_t(h)], gaussian_matrix<double>(rng, c.d, c.r) * scale));
+    y.push_back(tangent_of(map, w[std::size_t(h)], gaussian_matrix<double>(rng, c.d, c.r) * scale));
+    z.push_back(tangent_of(map, w[std::size_t(h)], gaussian_matrix<double>(rng, c.d, c.r) * scale));
+    x2y.push_back(x.back() + 2 * y.back());
+  }
+  const auto g = [&](const Frames<double>& a, const Frames<double>& b) {
+    std::vector<double> v = decl.metric(w, a, b);
+    if (v.size() != w.size())
+      throw RuleError("rule " + impl.name + ": metric(w, x, y) returned " + std::to_string(v.size()) + " numbers for " +
+                      std::to_string(w.size()) + " frames");
+    if (mutant == MetricMutant::kAsymmetric) {
+      Rng kr(c.seed ^ 0x5eedULL);
+      Matrix<double> k = gaussian_matrix<double>(kr, c.d, c.d), m = gaussian_matrix<double>(kr, c.r, c.r);
+      k = (k - k.transpose()).eval();
+      m = (m - m.transpose()).eval();
+      for (std::size_t h = 0; h < w.size(); ++h)
+        v[h] += 1e-6 * (a[h].cwiseProduct(k * b[h]).sum() + a[h].cwiseProduct(b[h] * m).sum());
+    }
+    return v;
+  };
+  const auto gxy = g(x, y), gyx = g(y, x), gxz = g(x, z), gyz = g(y, z), gsz = g(x2y, z), gxx = g(x, x);
+  double symmetric = 0, bilinear = 0, positive = 0;
+  for (std::size_t h = 0; h < w.size(); ++h) {
+    const double nx = x[h].norm(), ny = y[h].norm(), nz = z[h].norm();
+    symmetric = worse(symmetric, std::abs(gxy[h] - gyx[h]) / std::max(nx * ny, 1e-300));
+    bilinear = worse(bilinear, std::abs(gsz[h] - gxz[h] - 2 * gyz[h]) / std::max((nx + 2 * ny) * nz, 1e-300));
+    // A deficit below a quarter of the embedded norm counts as a residual of its size.
+    if (nx > 0) positive = worse(positive, std::max(0.0, 0.25 - gxx[h] / (nx * nx)));
+  }
+  CheckResult r = roundoff(worse(worse(symmetric, bilinear), positive), impl.unit_roundoff, double(c.d * c.r));
+  r.detail = {{"symmetric", symmetric}, {"bilinear", bilinear}, {"positive_deficit", positive}};
+  return r;
+}
+
+Claim metric_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-metric", "§5.3 (the embedded and canonical metrics)", "identity",
+                       "The rule's exposed metric(W, X, Y) is an inner product on the tangent space: symmetric, "
+                       "bilinear, and positive (at least a quarter of the embedded norm).");
+  c.own_dtype_only = true;
+  c.generator =
+      "d in [3,10], r in [1,d] (a tangent space of dimension >= 2, where a bilinear form can be "
+      "asymmetric), H in [1,3], three tangent vectors at scale 10^[-6,6]; 40 cases";
+  c.residual =
+      "the largest of |g(X, Y) - g(Y, X)| / (||X|| ||Y||), |g(X + 2Y, Z) - g(X, Z) - 2 g(Y, Z)| / "
+      "((||X|| + 2 ||Y||) ||Z||), max(0, 1/4 - g(X, X) / ||X||^2), over u*d*r";
+  c.analysis = "The embedded metric tr X^T Y and the canonical tr X^T (I - W W^T / 2) Y are inner products.";
+  c.generator_fn = [] { return sequence_cases(3, 1, -2, 0, false); };
+  const auto bind = [impl](MetricMutant m) {
+    return same_in_both([impl, m](const Case& k) { return metric_check(impl, k, m); });
+  };
+  c.check = bind(MetricMutant::kNone);
+  c.controls = {{"asymmetric",
+                 "g(X, Y) + 1e-6 (<X, K Y> + <X, Y M>) with K, M skew: bilinear and positive, not symmetric",
+                 bind(MetricMutant::kAsymmetric)}};
+  return c;
+}
+
+// --- an exposed vector transport ----------------------------------------------------------------------
+
+enum class TransportMutant { kNone, kTangencyAtOldPoint };
+
+// transport(W, W', X) for W' = polar(W + t xi) (xi a unit tangent vector) and X tangent at W: it
+// lands in the tangent space at W' (normal part relative to ||X||), is the identity at W' = W, and
+// agrees with Pi_W'(X) to first order in t: e(t) = ||T - Pi_W'(X)|| / ||X|| judged by e(t)/t at t =
+// 2^-6 and 2^-9 (equal for first-order agreement, eightfold where e does not vanish with t). The
+// control judges tangency at the old point W: off by O(t), ||X|| at t = 1.
+CheckResult transport_check(const RuleImplementation& impl, const Case& c, TransportMutant mutant) {
+  const RuleDeclaration& decl = *impl.declaration;
+  const TangentMap map = decl.settings.map;
+  Rng rng(c.seed);
+  const Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  const double scale = pow10(c.log10_scale);
+  Frames<double> xi, x;
+  std::vector<double> source;  // ||Z|| of X = Pi(Z): X's normal part is Z's rounding, u ||Z||
+  for (int h = 0; h < c.heads; ++h) {
+    const Matrix<double> t = tangent_of(map, w[std::size_t(h)], gaussian_matrix<double>(rng, c.d, c.r));
+    xi.push_back(t / std::max(t.norm(), 1e-300));
+    const Matrix<double> z = gaussian_matrix<double>(rng, c.d, c.r) * scale;
+    x.push_back(tangent_of(map, w[std::size_t(h)], z));
+    source.push_back(std::max(z.norm(), 1e-300));
+  }
+  const auto moved = [&](double t) {
+    Frames<double> out;
+    for (std::size_t h = 0; h < w.size(); ++h) out.push_back(polar_svd<double>(w[h] + t * xi[h]));
+    return out;
+  };
+  double identity = 0, tangent = 0, defect[2] = {0, 0};
+  const Frames<double> same = decl.transport(w, w, x);
+  for (std::size_t h = 0; h < w.size(); ++h) identity = worse(identity, (same[h] - x[h]).norm() / source[h]);
+  for (const double t : {1.0, 0.1}) {
+    const Frames<double> w1 = moved(t);
+    const Frames<double> tx = decl.transport(w, w1, x);
+    for (std::size_t h = 0; h < w.size(); ++h) {
+      const Matrix<double>& at = mutant == TransportMutant::kTangencyAtOldPoint ? w[h] : w1[h];
+      tangent = worse(tangent, normal_part(map, at, tx[h]) * tx[h].norm() / source[h]);
+    }
+  }
+  const double ts[2] = {0x1p-6, 0x1p-9};
+  for (int i = 0; i < 2; ++i) {
+    const Frames<double> w1 = moved(ts[i]);
+    const Frames<double> tx = decl.transport(w, w1, x);
+    for (std::size_t h = 0; h < w.size(); ++h)
+      defect[i] = worse(defect[i], (tx[h] - tangent_of(map, w1[h], x[h])).norm() / source[h]);
+    defect[i] /= ts[i];
+  }
+  const double unit = impl.unit_roundoff * double(c.d * c.r);
+  // e(t)/t equal at both t where T agrees with Pi_W' to first order (transport by projection: e = 0
+  // to rounding; the differentiated retraction: e = O(t)); eightfold where e stays O(1). Rounding
+  // alone (e ~ u) gives e/t growing eightfold too: the order is judged only above 1e3 units.
+  const bool above_rounding = defect[1] * ts[1] > 1e3 * unit;
+  const double order = above_rounding ? defect[1] / std::max(defect[0], 1e-300) : 1.0;
+  CheckResult r;
+  r.residual = worse(identity, tangent);
+  r.normaliser = unit;
+  r.ratio = worse(r.residual / unit, 30 * std::pow(order / (2 * std::sqrt(2.0)), 3));
+  r.detail = {{"identity_at_same_point", identity},
+              {"normal_part", tangent},
+              {"defect_over_t", {defect[0], defect[1]}},
+              {"order_ratio", order}};
+  return r;
+}
+
+Claim transport_claim(const RuleImplementation& impl) {
+  Claim c = base_claim(impl, "rule-transport", "§3.2 (the first moment carried to the new frame)", "identity",
+                       "The rule's exposed transport(W, W', X) is a vector transport: it lands in the tangent "
+                       "space at W', is the identity at W' = W, and agrees with Pi_W'(X) to first order in "
+                       "||W' - W||.");
+  c.own_dtype_only = true;
+  c.generator =
+      "d in [2,10], r in [1,d], H in [1,3], W' = polar(W + t xi) with xi a unit tangent vector, X "
+      "tangent at scale 10^[-6,6]; 40 cases";
+  c.residual =
+      "max(||T(W, W, X) - X||, ||normal part of T at W'|| at t = 1 and 0.1) / ||Z|| (X = Pi(Z): its normal "
+      "part is Z's rounding) over u*d*r; and 30 (q / 2 sqrt 2)^3, q = e(2^-9)/e(2^-6), e(t) = ||T - Pi_W'(X)|| / "
+      "(t ||Z||) (q = 1 for "
+      "first-order agreement, 8 where it does not vanish), the larger ratio";
+  c.analysis =
+      "Transport by projection, Pi_W'(X), is exact; the differentiated polar retraction agrees with it "
+      "to first order.";
+  c.generator_fn = [] { return sequence_cases(2, 1, -2, 0, false); };
+  const auto bind = [impl](TransportMutant m) {
+    return same_in_both([impl, m](const Case& k) { return transport_check(impl, k, m); });
+  };
+  c.check = bind(TransportMutant::kNone);
+  c.controls = {{"tangency-at-old-point", "tangency judged at W in place of W': off by O(t)",
+                 bind(TransportMutant::kTangencyAtOldPoint)}};
+  return c;
+}
+
+// --- a retraction declared second order ------------------------------------------------------------
+
+enum class SecondOrderMutant { kNone, kTangentialCurvature };
+
+// A second-order retraction's curve t -> R(W, t xi) has a normal second derivative at t = 0 (the
+// embedded metric's geodesic condition): the tangential part of its defect, e2(t) = ||Pi_W(R(W, t xi)
+// - W - t xi)|| / t^3, stays bounded as t -> 0. Judged by q = e2(2^-9) / e2(2^-6): 1 at second
+// order, 8 where a tangential t^2 term is left (QR's); below 1e3 units of rounding at the small t the
+// defect is rounding and q is taken as 1. The control retracts polar(R(W, t xi) + t^2 zeta), zeta a
+// unit tangent vector: a first-order retraction with a tangential t^2 term.
+CheckResult second_order(const RuleImplementation& impl, const Case& c, SecondOrderMutant mutant) {
+  const RuleDeclaration& decl = *impl.declaration;
+  const TangentMap map = decl.settings.map;
+  Rng rng(c.seed);
+  const Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
+  Frames<double> xi, zeta;
+  for (int h = 0; h < c.heads; ++h) {
+    const Matrix<double> t = tangent_of(map, w[std::size_t(h)], gaussian_matrix<double>(rng, c.d, c.r));
+    xi.push_back(t / std::max(t.norm(), 1e-300));
+    const Matrix<double> z = tangent_of(map, w[std::size_t(h)], gaussian_matrix<double>(rng, c.d, c.r));
+    zeta.push_back(z / std::max(z.norm(), 1e-300));
+  }
+  const double unit = impl.unit_roundoff * double(c.d * c.r);
+  const double ts[2] = {0x1p-6, 0x1p-9};
+  double e2[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    Frames<double> step = xi;
+    for (auto& f : step) f *= ts[i];
+    Frames<double> moved = decl.retract(w, step);
+    for (std::size_t h = 0; h < w.size(); ++h) {
+      if (mutant == SecondOrderMutant::kTangentialCurvature)
+        moved[h] = polar_svd<double>(moved[h] + ts[i] * ts[i] * zeta[h]);
+      const Matrix<double> defect = moved[h] - w[h] - ts[i] * xi[h];
+      e2[i] = worse(e2[i], tangent_of(map, w[h], defect).norm());
+    }
+  }
+  const bool above_rounding = e2[1] > 1e3 * unit;
+  const double order = above_rounding ? e2[1] / std::max(e2[0], 1e-300) * std::pow(2.0, 9) : 1.0;
+  CheckResult r;
+  r.residual = e2[1];
+  r.normaliser = unit;
+  r.ratio = 30 * std::pow(order / (2 * std::sqrt(2.0)), 3);
+  r.detail = {{"tangential_defect_over_t3", {e2[0] / std::pow(ts[0], 3), e2[1] / std::pow(ts[1], 3)}},
+              {"order_ratio", order}};
+  return r;
+}
+
+Claim second_order_claim(const RuleImplementation& impl) {
+  Claim c =
+      base_claim(impl, "rule-retraction-second-order", "Absil et al. (2008) Prop. 5.5.5; §3.2 (polar)", "identity",
+                 "The rule's exposed retract(W, eta) is second order: R(W, t xi) = W + t xi + t^2 N + O(t^3) "
+                 "with N normal at W (its curves leave W as geodesics of the embedded metric).");
+  c.own_dtype_only = true;
+  c.generator = "d in [2,10], r in [1,d], H in [1,3], a unit tangent xi per frame; 40 cases";
+  c.residual =
+      "30 (q / 2 sqrt 2)^3, q = e2(2^-9)/e2(2^-6), e2(t) = ||Pi_W(R(W, t xi) - W - t xi)|| / t^3 (q = 1 "
+      "at second order, 8 where a tangential t^2 term is left; 1 where e2 is rounding)";
+  c.analysis =
+      "The polar retraction is second order; the QR retraction is first order only (its t^2 term has a "
+      "tangential part).";
+  c.generator_fn = [] { return sequence_cases(2, 1, -2, 0, false); };
+  const auto bind = [impl](SecondOrderMutant m) {
+    return same_in_both([impl, m](const Case& k) { return second_order(impl, k, m); });
+  };
+  c.check = bind(SecondOrderMutant::kNone);
+  c.controls = {{"tangential-curvature", "polar(R(W, t xi) + t^2 zeta), zeta a unit tangent vector: first order only",
+                 bind(SecondOrderMutant::kTangentialCurvature)}};
   return c;
 }
 
@@ -1173,14 +1597,37 @@ std::vector<Claim> declared_rule_claims(const RuleImplementation& impl) {
   std::vector<std::pair<std::string, Claim>> built;
   if (!decl.reference.empty()) built.emplace_back("agrees-with-reference", agrees_with_core(impl));
   built.emplace_back("on-manifold", on_manifold_claim(impl));
+  if (decl.reports_step) built.emplace_back("tangent-step", tangent_step_claim(impl));
   built.emplace_back("frozen", frozen_claim(impl));
   built.emplace_back("decay-annihilated", decay_claim(impl));
   if (decl.settings.adaptive) built.emplace_back("scale-free", scale_free_claim(impl));
   built.emplace_back("equivariance", equivariance_claim(impl));
   if (decl.project) built.emplace_back("projection", projection_claim(impl));
+  if (decl.rgrad) built.emplace_back("riemannian-gradient", riemannian_gradient_claim(impl));
   if (decl.retract) built.emplace_back("retraction", retraction_claim(impl));
+  if (decl.retract) built.emplace_back("retraction-second-order", second_order_claim(impl));
+  if (decl.transport) built.emplace_back("transport", transport_claim(impl));
+  if (decl.metric) built.emplace_back("metric", metric_claim(impl));
+  // A Grassmann rule's horizontal space is {0} at r = d: its cases keep r < d.
+  if (decl.settings.map == TangentMap::kGrassmann)
+    for (auto& [property, claim] : built) {
+      auto inner_gen = claim.generator_fn;
+      claim.generator_fn = [inner_gen] {
+        return rc::gen::map(inner_gen(), [](Case k) {
+          k.d = std::max(k.d, 2);
+          k.r = std::min(k.r, k.d - 1);
+          return k;
+        });
+      };
+      claim.generator += "; r < d (the horizontal space is {0} at r = d)";
+    }
   std::vector<Claim> out;
   for (auto& [property, claim] : built) {
+    const auto stem = std::find_if(rule_claim_stems().begin(), rule_claim_stems().end(),
+                                   [&](const RuleClaimStem& s) { return s.property == property; });
+    if (stem == rule_claim_stems().end() || claim.id != stem->stem + "-" + impl.name)
+      throw std::logic_error("declared_rule_claims: claim " + claim.id + " is not property " + property +
+                             "'s stem in rule_claim_stems()");
     const bool declared = std::find(decl.properties.begin(), decl.properties.end(), property) != decl.properties.end();
     claim.expected = declared ? Expected::kCertified : Expected::kObserved;
     if (!declared) claim.statement = "Not claimed by the rule; measured: " + claim.statement;
@@ -1193,11 +1640,37 @@ std::vector<Claim> declared_rule_claims(const RuleImplementation& impl) {
     if (std::none_of(built.begin(), built.end(), [&](const auto& b) { return b.first == p; }))
       throw std::invalid_argument("rule " + impl.name + " declares '" + p +
                                   "', which does not apply to it (agrees-with-reference needs a reference, "
-                                  "scale-free an adaptive rule, projection and retraction an exposed method)");
+                                  "scale-free an adaptive rule, tangent-step a forward that returns its step, "
+                                  "projection, riemannian-gradient, retraction, retraction-second-order, transport "
+                                  "and metric an exposed method)");
   return out;
 }
 
 }  // namespace
+
+const std::vector<RuleClaimStem>& rule_claim_stems() {
+  static const std::vector<RuleClaimStem> stems{{"agrees-with-reference", "rule-agrees-with-core"},
+                                                {"", "rule-agrees-with-core-at-paper-size"},
+                                                {"on-manifold", "rule-on-manifold"},
+                                                {"tangent-step", "rule-tangent-step"},
+                                                {"frozen", "rule-frozen-stays"},
+                                                {"decay-annihilated", "rule-decay-annihilated"},
+                                                {"scale-free", "rule-scale-free"},
+                                                {"equivariance", "rule-equivariance"},
+                                                {"projection", "rule-projection"},
+                                                {"riemannian-gradient", "rule-riemannian-gradient"},
+                                                {"retraction", "rule-retraction"},
+                                                {"retraction-second-order", "rule-retraction-second-order"},
+                                                {"transport", "rule-transport"},
+                                                {"metric", "rule-metric"}};
+  return stems;
+}
+
+std::string rule_claims_pattern(const std::string& name) {
+  std::string alternatives;
+  for (const auto& s : rule_claim_stems()) alternatives += (alternatives.empty() ? "" : "|") + s.stem;
+  return "^(" + alternatives + ")-" + name + "$";
+}
 
 std::vector<Claim> rule_claims(const RuleImplementation& impl) {
   if (impl.name.empty() || !impl.make)

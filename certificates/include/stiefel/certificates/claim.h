@@ -94,11 +94,11 @@ struct Claim {
   double tolerance = 30;       // pass iff ratio ≤ tolerance
   double control_margin = 10;  // a control is killed iff ratio ≥ margin · tolerance on every case
   Expected expected = Expected::kCertified;
-  std::string analysis;    // one line: why we expect what we expect
-  bool randomised = true;  // false: one deterministic case
-  int max_cases = 0;       // > 0: at most this many cases (a claim with one free parameter)
-  int cost = 1;            // relative run time: the runner starts the costly claims first
-  rc::Gen<Case> (*generator_fn)() = nullptr;
+  std::string analysis;                         // one line: why we expect what we expect
+  bool randomised = true;                       // false: one deterministic case
+  int max_cases = 0;                            // > 0: at most this many cases (a claim with one free parameter)
+  int cost = 1;                                 // relative run time: the runner starts the costly claims first
+  std::function<rc::Gen<Case>()> generator_fn;  // empty: the default generator
   Check check;
   std::vector<Control> controls;
   FiguresFn figures_double = nullptr;  // extra figures (e.g. Table 9), per precision

@@ -6,6 +6,7 @@
 
 #include <stiefel/certificates/claim.h>
 #include <stiefel/rules/update_rule.h>
+#include <string>
 #include <vector>
 
 namespace stiefel::certificates {
@@ -23,6 +24,17 @@ using rules::RuleSettings;
 using rules::SkippedImplementation;
 using rules::TransportMap;
 using rules::UpdateRule;
+
+// The update claims' ids are STEM-IMPLEMENTATION. The stems, each with the property it certifies
+// (empty for a claim no rule declares: the paper's sizes over whole runs): the one list the
+// selection of an implementation's claims, the certificate's note of a skipped implementation and
+// the conformance report (`stiefel certify --list-rule-properties`) read.
+struct RuleClaimStem {
+  std::string property, stem;
+};
+const std::vector<RuleClaimStem>& rule_claim_stems();
+// The --claims pattern that selects exactly the update claims of the implementation `name`.
+std::string rule_claims_pattern(const std::string& name);
 
 // core/'s rule through the interface, float64.
 RuleImplementation core_rule_implementation();

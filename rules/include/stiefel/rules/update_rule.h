@@ -52,8 +52,9 @@ struct RuleSettings {
 //   riemannian-gradient    rgrad(W, G) is tangent and represents G in the rule's metric (the Riesz
 //                          identity g_W(rgrad, xi) = <G, xi> for every tangent xi)
 //   retraction             retract(W, eta) stays on St(d, r), returns W at eta = 0 and agrees with
-//                          W + eta to first order (second order where declared "retraction-order-2"),
-//                          each judged by the slope of the defect
+//                          W + eta to first order, judged by the slope of the defect
+//   retraction-second-order  retract's curves leave W with a normal second derivative (the polar
+//                          retraction's, not QR's), judged by the slope of the tangential defect
 //   transport              transport(W, W', X) lands in the tangent space at W', is the identity at
 //                          W' = W, and agrees with Pi_W'(X) to first order in ||W' - W||
 //   metric                 metric(W, X, Y) is symmetric, bilinear and positive on tangent vectors
@@ -82,7 +83,6 @@ struct RuleDeclaration {
   TransportMap transport;
   MetricMap metric;
   bool reports_step = false;  // its steps report the step they retract (UpdateRule::last_step)
-  int retraction_order = 1;   // 2: the retraction is declared second order
 };
 
 // A rule under test that cannot be run (it raised, or returned something that is not frames): the

@@ -2,13 +2,15 @@
 // (stiefel/rules/update_rule.h). The module's forward is one step on a batch of frames:
 //
 //   forward(self, w: Tensor, g: Tensor, state: List[Tensor], settings: Dict[str, float])
-//       -> Tuple[Tensor, List[Tensor]]
+//       -> Tuple[Tensor, List[Tensor]]    (or Tuple[Tensor, List[Tensor], Tensor])
 //
 // w and g are [H, d, r] in the configured dtype; state is [] before the first step and then
 // whatever the previous call returned; settings holds "lr", "beta1", "beta2", "eps" and, where the
 // rule is capped, "cap_tau" (the preset of the core rule the module implements, the rate and eps
-// set by each claim). It returns the next frames [H, d, r] and the next state. State belongs in the
-// list, not in the module's attributes: each run steps its own clone of the module.
+// set by each claim). It returns the next frames [H, d, r] and the next state, and may return as a
+// third result the step it retracted (the tangent vector eta with next = R(w, eta): the claim
+// rule-tangent-step). State belongs in the list, not in the module's attributes: each run steps its
+// own clone of the module.
 #pragma once
 
 #include <atomic>
@@ -33,14 +35,17 @@ namespace stiefel::training {
 // A rule declares what it is instead (README, "Certify your own rule"):
 //   "properties": the properties it claims (rules::rule_property_names()); every other one
 //                 that applies is measured and reported as an observation
-//   "reference":  a core rule its frames must equal (with "agrees-with-reference"); its settings
-//                 are the defaults of "settings"
+//   "reference":  a core rule its frames must equal (with "agrees-with-reference"): one of the
+//                 rules above or b2-grassmann; its settings are the defaults of "settings"
 //   "settings":   what forward's settings hold besides lr and eps (each claim sets those): beta1,
 //                 beta2, cap_tau (absent: uncapped), weight_decay (absent: the rule takes none; the
 //                 decay claim then varies it), adaptive (true; false: a fixed-step rule, its rate
-//                 set against the gradients' size), and any other number, passed through unchanged
-// The module may expose components, certified on their own where present: project(w, x) -> Tensor
-// and retract(w, eta) -> Tensor, each on [H, d, r] batches.
+//                 set against the gradients' size), map ("stiefel", the default, or "grassmann":
+//                 the horizontal space; its cases keep r < d), and any other number, passed through
+//                 unchanged
+// The module may expose components, certified on their own where present, each on [H, d, r]
+// batches: project(w, x), rgrad(w, g), retract(w, eta), transport(w, w_new, x) -> Tensor, and
+// metric(w, x, y) -> Tensor [H], one inner product per frame.
 struct ScriptRuleConfig {
   std::string name, rule = "b2", dtype = "float64";
   bool declared = false;  // "properties" given
