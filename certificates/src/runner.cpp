@@ -171,7 +171,17 @@ struct CaseTally {
   double worst64 = -1, worstmp = -1, resid64 = 0, residmp = 0;
   nlohmann::json worst_case, worst_detail = nlohmann::json::object();
   std::optional<std::size_t> first_failure;
+  // The cases' cap-binding shares (a detail key "cap_binding_share..."), in the primary precision.
+  std::vector<double> cap_shares;
 };
+
+// A case's cap-binding share where its detail states one.
+std::optional<double> cap_share_of(const nlohmann::json& detail) {
+  if (!detail.is_object()) return std::nullopt;
+  for (const auto& [key, value] : detail.items())
+    if (key.rfind("cap_binding_share", 0) == 0 && value.is_number()) return value.get<double>();
+  return std::nullopt;
+}
 
 CaseTally run_cases(const ClaimSetting& s, const std::vector<CaseRecord>& cases) {
   CaseTally t;
@@ -179,6 +189,7 @@ CaseTally run_cases(const ClaimSetting& s, const std::vector<CaseRecord>& cases)
     const Case& c = cases[i].value;
     if (s.use_double) {
       const CheckResult r = guarded(s.active->float64, c);
+      if (const auto share = cap_share_of(r.detail)) t.cap_shares.push_back(*share);
       if (!passes(r, s.claim.tolerance)) {
         ++t.fail64;
         if (!t.first_failure) t.first_failure = i;
@@ -193,6 +204,8 @@ CaseTally run_cases(const ClaimSetting& s, const std::vector<CaseRecord>& cases)
     }
     if (s.use_mp50) {
       const CheckResult r = guarded(s.active->mp50, c);
+      if (!s.use_double)
+        if (const auto share = cap_share_of(r.detail)) t.cap_shares.push_back(*share);
       if (!passes(r, s.claim.tolerance)) {
         ++t.failmp;
         if (!s.use_double && !t.first_failure) t.first_failure = i;
@@ -333,11 +346,25 @@ ControlRuns run_controls(const ClaimSetting& s, const std::vector<CaseRecord>& c
   return out;
 }
 
-// The claim's extra figures (e.g. Table 9), per precision.
-nlohmann::json claim_figures(const ClaimSetting& s) {
+// The claim's extra figures (e.g. Table 9), per precision, and where its cases state how often the
+// step cap binds, that regime over the cases.
+nlohmann::json claim_figures(const ClaimSetting& s, const CaseTally& t) {
   nlohmann::json figures = nlohmann::json::object();
   if (s.claim.figures_double && s.use_double) figures["float64"] = s.claim.figures_double();
   if (s.claim.figures_mp50 && s.use_mp50) figures["mp50"] = s.claim.figures_mp50();
+  if (!t.cap_shares.empty()) {
+    double sum = 0, most = 0;
+    int binding = 0;
+    for (const double x : t.cap_shares) {
+      sum += x;
+      most = std::max(most, x);
+      binding += x > 0;
+    }
+    figures["cap_binding"] = {{"cases", t.cap_shares.size()},
+                              {"cases_where_it_binds", binding},
+                              {"mean_share", sum / double(t.cap_shares.size())},
+                              {"max_share", most}};
+  }
   return figures;
 }
 
@@ -395,6 +422,10 @@ ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base
   Verdict verdict = judge(s, cases, tally);
   const ControlRuns controls = run_controls(s, cases);
   if (controls.killed < int(claim.controls.size()) && verdict.observed == "certified") verdict.observed = "vacuous";
+  // A claim about the regime where the cap binds decides nothing if it never does.
+  if (claim.cap_must_bind && verdict.observed == "certified" &&
+      std::none_of(tally.cap_shares.begin(), tally.cap_shares.end(), [](double x) { return x > 0; }))
+    verdict.observed = "vacuous";
 
   ClaimRun out;
   out.observed = verdict.observed;
@@ -405,7 +436,7 @@ ClaimRun run_claim(const Claim& claim, const RunOptions& opt, std::uint64_t base
   // A refutation the paper's claim is expected to meet stands as a proof, or not at all.
   if (claim.expected == Expected::kRefuted && out.observed == "refuted")
     out.met = out.met && verdict.established != "numeric" && verdict.proof_control_killed;
-  nlohmann::json figures = claim_figures(s);
+  nlohmann::json figures = claim_figures(s, tally);
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   out.entry = claim_entry(s, opt, n, tally, verdict, controls, std::move(figures), out);
   return out;

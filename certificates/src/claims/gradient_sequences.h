@@ -94,4 +94,16 @@ Frames<S> run_adam(const Case& c, const RiemannianAdamHyper<S>& hyper, double ex
   return w;
 }
 
+// The share of (step, head) pairs in which B2's cap tau sqrt(r) rescales the step: core/'s B2 in
+// float64 at the case's rate and eps on the case's sequence (the runs the sequence claims read).
+inline double cap_binding_share(const Case& k) {
+  long capped = 0, total = 0;
+  run_adam<double>(k, sequence_hyper<double>(k), 1.0,
+                   [&](int, const Frames<double>&, const RiemannianAdamDirection<double>& dir) {
+                     for (const bool c : dir.report.capped) capped += c;
+                     total += long(dir.report.capped.size());
+                   });
+  return total > 0 ? double(capped) / double(total) : 0.0;
+}
+
 }  // namespace stiefel::certificates

@@ -110,7 +110,10 @@ Claim update_long_run_isometry() {
       "paper's 2.1e-5 bound are update-isometry-paper-bound-float32's. The figures give the running "
       "maximum at t = 1, 10, ..., 10^4 (d = 16, r = 4) and its growth exponent for every rule in "
       "float32 and for B2 in float64; the control runs B2 only";
-  c.residual = "the running maximum of max|W_t^T W_t - I| after the last step, worst rule; factor d*r";
+  c.residual =
+      "the running maximum of max|W_t^T W_t - I| after the last step, worst rule; factor d*r; and growth: 30/4 "
+      "times the last quarter's largest error over the first quarter's (floored at u*d*r) on runs of >= 100 steps, the "
+      "larger ratio";
   c.analysis =
       "The polar factor is recomputed every step, so the error does not accumulate: it is "
       "that of one polar factor, O(u), at every t.";

@@ -384,6 +384,8 @@ CheckResult check_update_invariants(const Case& c, UpdateMutant mutant) {
 struct LongRunMarks {
   std::vector<double> at_decades;  // running maximum at t = 1, 10, 100, … ≤ steps
   double last = 0;                 // running maximum after the last step
+  // The largest error in the first and in the last quarter of the steps: growth along the run.
+  double first_quarter = 0, last_quarter = 0;
 };
 
 template <class S>
@@ -422,7 +424,11 @@ LongRunMarks long_run_isometry(FrameRule rule, int d, int r, int steps, double p
       w[0] = retract(hyper.retraction, w[0], eta);
     }
     if (mutant == LongRunMutant::kSecondOrderPolar) w[0] = second_order_polar<S>(prev, eta);
-    worst = std::max(worst, isometry_error(w[0]));
+    const S error = isometry_error(w[0]);
+    worst = std::max(worst, error);
+    const int quarter = std::max(1, steps / 4);
+    if (t < quarter) out.first_quarter = std::max(out.first_quarter, to_double(error));
+    if (t + quarter >= steps) out.last_quarter = std::max(out.last_quarter, to_double(error));
     if (t + 1 == decade) {
       out.at_decades.push_back(to_double(worst));
       decade *= 10;
@@ -434,8 +440,10 @@ LongRunMarks long_run_isometry(FrameRule rule, int d, int r, int steps, double p
 
 // The long-run claim on generated runs: every rule for the case's T = 10^[1, 3] steps in float64;
 // in 50 digits every rule for the first min(T, kLongRunSteps50) steps of the same case (a 50-digit
-// step costs a thousand float64 steps). Isometry error ≤ 30·u·d·r at every step. The control (a
-// mutant of the retraction every rule shares) runs B2 alone.
+// step costs a thousand float64 steps). Isometry error ≤ 30·u·d·r at every step, and no growth over
+// runs of 100 steps or more: the last quarter's largest error over the first quarter's (floored at
+// u·d·r), 30/4 times that ratio (fourfold growth at the tolerance). The control (a mutant of the retraction every rule
+// shares) runs B2 alone.
 inline constexpr int kLongRunSteps50 = 20;
 
 template <class S>
@@ -446,8 +454,11 @@ CheckResult check_update_long_run(const Case& c, LongRunMutant mutant) {
   for (const FrameRule rule : kFrameRules) {
     if (mutant != LongRunMutant::kNone && rule != FrameRule::kB2) continue;
     const auto marks = long_run_isometry<S>(rule, c.d, c.r, steps, pow10(c.log10_lr), c.corr, mutant, c.seed);
-    const double ratio = residual_ratio<S>(S(marks.last), S(1), double(c.d * c.r));
-    out.detail[frame_rule_arm(rule)] = marks.last;
+    const double unit = to_double(unit_roundoff<S>()) * double(c.d * c.r);
+    // Growth is a long run's: judged over runs of at least 100 steps (the 50-digit run's 20 are not).
+    const double growth = steps >= 100 ? marks.last_quarter / std::max(marks.first_quarter, unit) : 0.0;
+    const double ratio = std::max(residual_ratio<S>(S(marks.last), S(1), double(c.d * c.r)), 30 * growth / 4);
+    out.detail[frame_rule_arm(rule)] = {{"isometry_max", marks.last}, {"growth", growth}};
     if (ratio > out.ratio) {
       out.ratio = ratio;
       out.residual = marks.last;

@@ -9,7 +9,8 @@ namespace {
 Claim s2_retraction_second_order() {
   Claim c = make_claim("s2-retraction-second-order", "§2, §3.2", "order",
                        "The polar retraction agrees with the Riemannian exponential to second order: "
-                       "||polar(W + t xi) - Exp_W(t xi)|| = O(t^3).");
+                       "||polar(W + t xi) - Exp_W(t xi)|| = O(t^3), for retract(), the update's retraction, by "
+                       "both its routes (thin SVD, Gram).");
   c.generator = "d in [2,12] ((d,r) != (1,1)), r in [1,d], unit tangent xi, t = 1e-2 / 2^k, k = 0..8";
   c.residual =
       "least-squares log-log slope of the remainder against t, over every t whose "

@@ -44,18 +44,6 @@ Case adapted(const std::string& id, Case k) {
   return k;
 }
 
-// The share of (step, head) pairs in which B2's cap tau sqrt(r) rescales the step, core/'s B2 in
-// float64 on the case's sequence (the runs every sequence claim reads).
-double cap_binding_share(const Case& k) {
-  long capped = 0, total = 0;
-  run_adam<double>(k, sequence_hyper<double>(k), 1.0,
-                   [&](int, const Frames<double>&, const RiemannianAdamDirection<double>& dir) {
-                     for (const bool c : dir.report.capped) capped += c;
-                     total += long(dir.report.capped.size());
-                   });
-  return total > 0 ? double(capped) / double(total) : 0.0;
-}
-
 // The check over the fixed cases: the worst (largest) ratio for the claim, the least failing
 // (smallest) for a control, which must fail on each case. A case that throws or gives NaN ranks
 // as +inf: it fails the claim, and for a control it cannot hide a case that survives.

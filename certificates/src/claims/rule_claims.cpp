@@ -408,7 +408,9 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
     if (zero.weight_decay) *zero.weight_decay *= std::min(1.0, factor);
     RuleSettings positive = zero;
     positive.eps = eps;
-    if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, zero.lr, 20);
+    // The control runs below the cap: a per-frame denominator only scales the step, which a binding
+    // cap then undoes, so eps left unscaled would change no frame there.
+    if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, std::min(zero.lr, 1e-2), 20);
     for (const bool eps_positive : {false, true}) {
       if (mutant == ScaleMutant::kEpsAtGradientScale && !eps_positive) continue;
       const RuleSettings& s = eps_positive ? positive : zero;
@@ -430,6 +432,7 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
           out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, lambda, /*same_gradients=*/lambda == 0)));
     }
   }
+  out.detail["cap_binding_share_b2"] = cap_binding_share(c);
   return out;
 }
 
@@ -441,9 +444,9 @@ Claim scale_free_claim(const RuleImplementation& impl) {
   c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "every adaptive rule; d in [2,10], r in [1,d], H in [1,3], T in [1,30], the sequence claims' gradients, "
-      "rate 10^[-3,-2] (below the cap: a cap that binds in both runs would hide the control), eps = 0 in one "
-      "pair of runs and eps = the largest ||G_t||_F (c times that in the cG run) in the other, "
-      "c = 2^k, k in [-40,40] \\ {0}; 40 cases";
+      "rate 10^[-2,0.5] (B2's cap binds in the upper part: the share of (step, head) pairs it rescales, core/'s B2 "
+      "on the same sequence, is the detail's cap_binding_share_b2), eps = 0 in one pair of runs and eps = the "
+      "largest ||G_t||_F (c times that in the cG run) in the other, c = 2^k, k in [-40,40] \\ {0}; 40 cases";
   c.residual =
       "max |W_t(cG) - W_t(G)| over steps and entries, worst rule and pair; factor d*r*T*(1 + 8 lr) (+ u_io/u where "
       "frames "
@@ -451,9 +454,10 @@ Claim scale_free_claim(const RuleImplementation& impl) {
   c.analysis =
       "m_hat and sqrt(v_hat) are both of degree one in G, so m_hat / (sqrt(v_hat) + eps) is of degree zero in "
       "(G, eps) jointly.";
+  c.cap_must_bind = !impl.declaration || impl.declaration->settings.cap_tau.has_value();
   c.generator_fn = [] {
     return rc::gen::exec([] {
-      Case k = *sequence_cases(2, 30, -3, -2, true);
+      Case k = *sequence_cases(2, 30, -2, 0.5, true);
       const int e = *rc::gen::inRange(1, 41);
       k.log10_c = *rc::gen::arbitrary<bool>() ? e : -e;  // the exponent k of c = 2^k
       return k;
@@ -465,7 +469,8 @@ Claim scale_free_claim(const RuleImplementation& impl) {
   c.check = bind(ScaleMutant::kNone);
   c.controls = {{"eps-at-gradient-scale",
                  "eps at the largest gradient's norm in both runs, not scaled by c in the cG run (the eps = 0 "
-                 "statement read for eps > 0), rate max(lr, 2^20 u_io) (no change in float64)",
+                 "statement read for eps > 0), rate max(min(lr, 1e-2), 2^20 u_io), below the cap (a binding cap "
+                 "undoes a per-frame denominator's scale)",
                  bind(ScaleMutant::kEpsAtGradientScale)}};
   return c;
 }

@@ -94,10 +94,14 @@ struct Claim {
   double tolerance = 30;       // pass iff ratio ≤ tolerance
   double control_margin = 10;  // a control is killed iff ratio ≥ margin · tolerance on every case
   Expected expected = Expected::kCertified;
-  std::string analysis;                         // one line: why we expect what we expect
-  bool randomised = true;                       // false: one deterministic case
-  int max_cases = 0;                            // > 0: at most this many cases (a claim with one free parameter)
-  int cost = 1;                                 // relative run time: the runner starts the costly claims first
+  std::string analysis;    // one line: why we expect what we expect
+  bool randomised = true;  // false: one deterministic case
+  int max_cases = 0;       // > 0: at most this many cases (a claim with one free parameter)
+  int cost = 1;            // relative run time: the runner starts the costly claims first
+  // The claim is about the regime where B2's step cap binds: its cases state their share of capped
+  // steps (a detail key "cap_binding_share..."; the certificate's figures.cap_binding), and where
+  // the cap binds in none of them the claim is vacuous.
+  bool cap_must_bind = false;
   std::function<rc::Gen<Case>()> generator_fn;  // empty: the default generator
   Check check;
   std::vector<Control> controls;
