@@ -129,35 +129,27 @@ Claim prop7_converse_family() {
 
 Claim table9_violation_order_of_w() {
   Claim c = make_claim("table9-violation-order-of-w", "Table 9 (caption)", "inequality",
-                       "\"The baseline's error is of the same order as W itself: rotate the basis and Adam returns a "
-                       "different model.\" Read as a law in W: Adam's equivariance violation on Table 9's problem is "
-                       "at least a tenth of max|W|, whatever the scale of W.");
+                       "\"The baseline's error is of the same order as W itself\": on Table 9's setting, Adam's "
+                       "(zero decay, the caption's row) equivariance violation after T = 15 steps, worst of five "
+                       "random rotations, is within a factor 10 of max|W|.");
   c.generator =
-      "Table 9's own setting (f(W) = -tr(W^T A W), A symmetric Gaussian, d = 24, r = 6, T = 15, rate 0.01, eps = "
-      "1e-8, Adam with zero decay, one Haar rotation Q), one head; only the scale s = 10^[0,6] of the initial W_0 "
-      "= s * (a random frame) varies, with the draw's seed (50 cases: one free parameter)";
+      "Table 9's setting: f(W) = -tr(W^T A W), A symmetric Gaussian, H = 3, d = 24, r = 6, T = 15, rate 0.01, eps = "
+      "1e-8, W_0 a random point of St(d, r)^H, the worst of five Haar rotations Q; A, W_0 and the rotations vary "
+      "with the draw's seed (12 cases)";
   c.residual =
-      "ratio = max|W| / violation, max|W| the largest entry of the iterates and violation = max over the 15 steps of "
-      "max|W_t^(Q) - Q^T W_t|";
+      "ratio = max|W| / violation, max|W| the largest entry of the iterates and violation = max over the 15 steps, "
+      "heads and rotations of max|W_t^(Q) - Q^T W_t|";
   c.factor = "pass at ratio <= 10 (the violation within a factor 10 of W: of the same order); killed at >= 100";
   c.tolerance = 10;
   c.control_margin = 10;
-  c.expected = Expected::kRefuted;
   c.analysis =
-      "Adam's step is bounded entrywise: |m_hat| / (sqrt(v_hat) + eps) <= B_t = (1 - b1)/(1 - b1^t) sqrt((1 - "
-      "b2^t)/(1 - b2)) sum_{k<t} (b1/sqrt(b2))^k, so each run moves an entry by at most eta sum_t B_t and the "
-      "violation is at most (1 + sqrt(d)) eta sum_t B_t (2.4 here) whatever W: of the order of the displacement "
-      "eta T, not of W. At Table 9's scale (s = 1) the two agree; from s of a few units up max|W| outgrows the "
-      "violation tenfold (the figure: violation/max|W| against s).";
-  c.max_cases = 50;
-  c.generator_fn = [] {
-    return rc::gen::exec([] {
-      Case k = table9_case(1, *rc::gen::arbitrary<std::uint64_t>());
-      k.x = gen::real(0, 6, 600);  // log10 of the scale of W_0
-      return k;
-    });
-  };
-  c.cost = 3;
+      "At Table 9's scale W is a frame (entries below 1) and Adam's violation is of the order of its displacement "
+      "eta T (at most (1 + sqrt(d)) eta sum_t B_t = 2.39, table9-violation-displacement-bound): the two are of the "
+      "same order there. The figure shows that this is a property of the setting, not a law in W: from s W_0 the "
+      "violation stays put while max|W| grows with s.";
+  c.max_cases = 12;
+  c.generator_fn = [] { return rc::gen::exec([] { return table9_case(3, *rc::gen::arbitrary<std::uint64_t>()); }); };
+  c.cost = 4;
   c.figures_double = &figures_table9_growth<double>;
   set_check(c, &check_table9_order_of_w<double>, &check_table9_order_of_w<mp50>,
             {{OrderOfWMutant::kScalarMoment, "scalar-moment",
@@ -165,8 +157,6 @@ Claim table9_violation_order_of_w() {
              {OrderOfWMutant::kSignedPermutation, "signed-permutation",
               "Adam itself (adamw_step, zero decay) with Q a signed permutation, under which an elementwise rule "
               "is equivariant: its violation is rounding"}});
-  c.proof = {&prove_table9_order_of_w, &prove_table9_order_of_w_at_table9_scale,
-             "the same draw at Table 9's own scale s = 1, where Adam's violation is of the order of W"};
   return c;
 }
 

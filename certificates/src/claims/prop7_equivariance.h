@@ -132,8 +132,7 @@ Matrix<S> random_signed_permutation(Rng& rng, Index d) {
 }
 
 // max over steps and heads of max|W_t^(Q) − QᵀW_t|, and the largest |entry| of the iterates. With
-// `scaled`, the runs start from 10^x W_0 (x = c.x), formed in float64 (the refutation proof's
-// inputs are these float64 values).
+// `scaled`, the runs start from 10^x W_0 (x = c.x), formed in float64.
 template <class S>
 std::pair<S, S> equivariance_violation(Rule rule, const Case& c, std::uint64_t q_seed, bool brockett = true,
                                        bool scaled = false, bool signed_permutation = false) {
@@ -237,22 +236,28 @@ inline Case table9_case(int heads, std::uint64_t seed) {
   return c;
 }
 
-// Table 9's caption read as a law in W: "the baseline's error is of the same order as W itself".
-// Adam (zero decay, Table 9's row) on Table 9's problem from 10^x W_0: ratio = max|W| / violation,
-// the claim allowing <= 10 (the violation at least a tenth of W). Control: the scalar-moment rule,
-// equivariant, whose violation is rounding.
+// Table 9's caption as the paper states it: "the baseline's error is of the same order as W itself",
+// on Table 9's setting (the case's H heads, d = 24, r = 6, T = 15, rate 0.01, eps 1e-8, W_0 on
+// St(d, r)): Adam (zero decay, the caption's row) against the worst of five Haar rotations, ratio =
+// max|W| / violation, the claim allowing <= 10 (the violation within a factor 10 of W). Controls:
+// the scalar-moment rule, and Adam under signed permutations; both equivariant, their violation
+// rounding.
 template <class S>
 CheckResult check_table9_order_of_w(const Case& c, OrderOfWMutant mutant) {
   const Rule rule = mutant == OrderOfWMutant::kScalarMoment ? Rule::kScalar : Rule::kAdam;
-  const auto [viol, size] =
-      equivariance_violation<S>(rule, c, c.seed ^ 0x5bd1e995ULL, /*brockett=*/false,
-                                /*scaled=*/true,
-                                /*signed_permutation=*/mutant == OrderOfWMutant::kSignedPermutation);
+  S viol(0), size(0);
+  for (std::uint64_t k = 0; k < 5; ++k) {
+    const auto [v, w] = equivariance_violation<S>(rule, c, (c.seed ^ 0x5bd1e995ULL) + k, /*brockett=*/false,
+                                                  /*scaled=*/false,
+                                                  /*signed_permutation=*/mutant == OrderOfWMutant::kSignedPermutation);
+    viol = std::max(viol, v);
+    size = std::max(size, w);
+  }
   CheckResult r;
   r.ratio = viol > S(0) ? to_double(S(size / viol)) : INFINITY;
   r.residual = to_double(viol);
   r.normaliser = to_double(size);
-  r.detail = {{"scale", pow10(c.x)}, {"violation", to_double(viol)}, {"max_abs_W", to_double(size)}};
+  r.detail = {{"violation", to_double(viol)}, {"max_abs_W", to_double(size)}};
   return r;
 }
 

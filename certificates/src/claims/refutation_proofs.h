@@ -33,10 +33,4 @@ Proof prove_decay_absorbed_below_one(const Case& c);
 Proof prove_normal_directions_rescale(const Case& c);
 Proof prove_normal_directions_rescale_scalar(const Case& c);
 
-// max|W| / violation - 10 for Adam on Table 9's problem from 10^x W_0 (table9-violation-order-of-w
-// allows <= 0), both exact-arithmetic runs enclosed step by step. Control: the same draw at Table 9's
-// own scale s = 1, where the violation is of the order of W.
-Proof prove_table9_order_of_w(const Case& c);
-Proof prove_table9_order_of_w_at_table9_scale(const Case& c);
-
 }  // namespace stiefel::certificates
