@@ -243,12 +243,10 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
           fs::create_directories(g.run_dir(k));
         }
         // A group's child writes its output to its first run's log; the others' logs say where.
-        for (std::size_t i = 1; i < group.size(); ++i) {  // appended, as a child's output is
-          std::ofstream log(g.run_dir(group[i]) / "log.txt", std::ios::app);
-          log << "trained in one process with " << g.runs[group.front()].id << " (--batch-seed): see "
-              << (g.run_dir(group.front()) / "log.txt").string() << "\n";
-          if (!log) throw std::runtime_error((g.run_dir(group[i]) / "log.txt").string() + ": cannot be written");
-        }
+        for (std::size_t i = 1; i < group.size(); ++i)  // appended, as a child's output is, never through a link
+          detail::append_to_log(g.run_dir(group[i]) / "log.txt",
+                                "trained in one process with " + g.runs[group.front()].id + " (--batch-seed): see " +
+                                    (g.run_dir(group.front()) / "log.txt").string() + "\n");
         running[detail::spawn_logged(o.executable, group_arguments(g, group), g.run_dir(group.front()) / "log.txt")] = {
             group, Clock::now()};
       } catch (const std::exception& e) {  // this group cannot start; the others go on

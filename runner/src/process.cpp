@@ -14,10 +14,12 @@
 
 namespace stiefel::runner::detail {
 
-pid_t spawn_logged(const std::string& executable, const std::vector<std::string>& args,
-                   const std::filesystem::path& log) {
-  // The log is opened here, never through a link (O_NOFOLLOW) and only as a regular file: a link
-  // planted in a results folder must not make the run append to a file outside it.
+namespace {
+
+// A run's log, opened for appending, never through a link (O_NOFOLLOW), never blocking on a FIFO
+// (O_NONBLOCK), and only as a regular file: a link planted in a results folder must not make the run
+// append to a file outside it, nor a FIFO hang it.
+int open_run_log(const std::filesystem::path& log) {
   const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::runtime_error(log.string() + ": cannot be opened as the run's log (" +
@@ -28,6 +30,30 @@ pid_t spawn_logged(const std::string& executable, const std::vector<std::string>
     close(fd);
     throw std::runtime_error(log.string() + ": not a regular file (the run's log must be one)");
   }
+  return fd;
+}
+
+}  // namespace
+
+void append_to_log(const std::filesystem::path& log, const std::string& text) {
+  const int fd = open_run_log(log);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      close(fd);
+      throw std::runtime_error(log.string() + ": cannot be written (" + std::strerror(e) + ")");
+    }
+    done += std::size_t(n);
+  }
+  close(fd);
+}
+
+pid_t spawn_logged(const std::string& executable, const std::vector<std::string>& args,
+                   const std::filesystem::path& log) {
+  const int fd = open_run_log(log);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {

@@ -15,6 +15,10 @@ namespace stiefel::runner::detail {
 pid_t spawn_logged(const std::string& executable, const std::vector<std::string>& args,
                    const std::filesystem::path& log);
 
+// Appends TEXT to a run's LOG, opened as spawn_logged opens it: never through a link, never a FIFO
+// or a device (a planted one is refused, naming it, without blocking). Throws std::runtime_error.
+void append_to_log(const std::filesystem::path& log, const std::string& text);
+
 struct Captured {
   int exit_code = -1;  // -1: killed by a signal
   std::string out, err;

@@ -301,6 +301,26 @@ status=$("$stiefel" experiment table7 --profile smoke --out "$work/badkey" --sta
 grep -q 'main/a2/seed-0 *mismatched.*names a checkpoint by "x1", not an epoch number' <<<"$status" || fail "a malformed completed record: $status"
 ! grep -q "stoll" <<<"$status" || fail "--status reports a parse error as the run's failure: $status"
 echo "16: a finished record with a checkpoint key that is no epoch is named by --status"
+# 17 (N1): with --batch-seeds the logs of a group's other runs are opened as the first run's is: a
+# planted link is never written through, and a planted FIFO hangs nothing; each is named.
+for kind in link fifo; do
+  d="$work/batch-$kind"
+  rm -rf "$d"; cp -r "$smoke/grok-5seed" "$d"; find "$d" -name checkpoint.pt -delete
+  rm -rf "$d/runs/main/a2"; mkdir -p "$d/runs/main/a2/seed-1"
+  echo "outside" > "$work/outside-$kind.txt"
+  if [ "$kind" = link ]; then
+    ln -s "$work/outside-$kind.txt" "$d/runs/main/a2/seed-1/log.txt"
+  else
+    mkfifo "$d/runs/main/a2/seed-1/log.txt"
+  fi
+  timeout 300 "$stiefel" experiment grok-5seed --profile smoke --arms a2 --batch-seeds 2 --out "$d" > "$d.out" 2>&1
+  rc=$?
+  [ "$rc" -ne 124 ] || fail "--batch-seeds with a planted $kind for a log hangs"
+  [ "$(cat "$work/outside-$kind.txt")" = "outside" ] || fail "--batch-seeds appended through a planted log link"
+  grep -q "seed-1/log.txt: \(cannot be opened as the run's log\|not a regular file\)" "$d.out" ||
+    fail "the planted $kind log is not named: $(cat "$d.out")"
+done
+echo "17: --batch-seeds never writes through a planted log link, nor hangs on a planted FIFO"
 
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
 echo "hostile results folders: every defect refused or shown literally"
