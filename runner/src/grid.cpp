@@ -187,7 +187,14 @@ void check_final_checkpoint(const json& run, const fs::path& dir, RunStatus& s) 
       !fs::exists(fs::symlink_status(ckpt)))
     return;
   long long last = -1, matched = -1;
-  const std::string sha = fs::is_regular_file(fs::symlink_status(ckpt)) ? io::sha256_file(ckpt) : std::string();
+  // No checkpoint of these models comes near 1 GiB (the paper's are 6 MB): a larger file (a sparse
+  // 50 GB one takes minutes to hash) is no checkpoint of the record's, and is not read.
+  constexpr std::uintmax_t kLargestCheckpoint = std::uintmax_t(1) << 30;
+  std::error_code size_error;
+  const bool regular = fs::is_regular_file(fs::symlink_status(ckpt));
+  const std::uintmax_t size = regular ? fs::file_size(ckpt, size_error) : 0;
+  const bool oversized = regular && !size_error && size > kLargestCheckpoint;
+  const std::string sha = regular && !oversized ? io::sha256_file(ckpt) : std::string();
   for (const auto& [e, h] : run["checkpoints"].items()) {
     const long long epoch = std::stoll(e);
     last = std::max(last, epoch);
@@ -195,11 +202,15 @@ void check_final_checkpoint(const json& run, const fs::path& dir, RunStatus& s) 
   }
   if (matched == last) return;
   s.state = RunState::repair;
-  s.detail = matched >= 0 ? "its checkpoint is epoch " + std::to_string(matched) + "'s, not the final one (epoch " +
-                                std::to_string(last) + ") the record names; a rerun recomputes the last epochs from it"
-                          : "its checkpoint matches none the record names (damaged, or another run's); the record " +
-                                std::string("is complete: `rm ") + shell_quote(ckpt.string()) +
-                                "` keeps it as the result, and a rerun then skips it";
+  s.detail = matched >= 0
+                 ? "its checkpoint is epoch " + std::to_string(matched) + "'s, not the final one (epoch " +
+                       std::to_string(last) + ") the record names; a rerun recomputes the last epochs from it"
+                 : "its checkpoint " +
+                       (oversized ? "is " + std::to_string(size) + " bytes, more than any checkpoint (1 GiB): it "
+                                  : std::string()) +
+                       "matches none the record names (damaged, or another run's); the record " +
+                       std::string("is complete: `rm ") + shell_quote(ckpt.string()) +
+                       "` keeps it as the result, and a rerun then skips it";
 }
 
 }  // namespace

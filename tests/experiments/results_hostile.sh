@@ -321,6 +321,18 @@ for kind in link fifo; do
     fail "the planted $kind log is not named: $(cat "$d.out")"
 done
 echo "17: --batch-seeds never writes through a planted log link, nor hangs on a planted FIFO"
+# 18 (N2): a sparse 50 GB checkpoint beside a finished record is not read: --status answers at once,
+# naming its size.
+fresh huge
+truncate -s 50G "$work/huge/runs/main/a2/seed-0/checkpoint.pt"
+start=$(date +%s)
+status=$(timeout 60 "$stiefel" experiment table7 --profile smoke --out "$work/huge" --status 2>&1)
+took=$(( $(date +%s) - start ))
+[ "$took" -lt 20 ] || fail "--status took ${took} s over a sparse 50 GB checkpoint"
+grep -q "main/a2/seed-0.*53687091200 bytes, more than any checkpoint" <<<"$status" ||
+  fail "the oversized checkpoint is not named: $status"
+rm -f "$work/huge/runs/main/a2/seed-0/checkpoint.pt"
+echo "18: a 50 GB checkpoint is not hashed; --status names its size"
 
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
 echo "hostile results folders: every defect refused or shown literally"
