@@ -39,6 +39,33 @@ TEST(TrainOptions, TheSchemaDefaultsAreTheTrainersDefaults) {
   }
 }
 
+// The codebook's settings are refused for an arm without a codebook, on either task: they would run
+// nothing while the command says they did.
+TEST(TrainOptions, CodebookSettingsOnlyForTheCodebookArms) {
+  for (const std::string task : {"grok", "image"}) {
+    TrainConfig c;
+    c.task = task;
+    c.out = "unused";
+    c.arm = "a2";
+    c.codebook_k = 8;
+    try {
+      validate(c);
+      ADD_FAILURE() << task << ": --codebook-k accepted for arm a2";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("--codebook-k: arm a2 has no codebook prior"), std::string::npos)
+          << e.what();
+    }
+    c.codebook_k = TrainConfig{}.codebook_k;
+    c.codebook_beta = 0.5;
+    EXPECT_THROW(validate(c), std::invalid_argument) << task;
+  }
+  TrainConfig c2;
+  c2.out = "unused";
+  c2.arm = "c2";
+  c2.codebook_k = 8;
+  EXPECT_NO_THROW(validate(c2));
+}
+
 TEST(TrainOptions, TheSchemaTaskDefaultsAreWhatEachTaskRuns) {
   const fs::path dir = fs::temp_directory_path() / ("stiefel-train-options-" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -389,6 +389,15 @@ void validate(const TrainConfig& c) {
   if (c.codebook_k < 1 || c.codebook_k > 4096) bad("codebook-k", std::to_string(c.codebook_k) + ": expected 1 to 4096");
   if (arms::find(c.arm).uses_codebook() && c.task != "image")
     bad("arm", c.arm + ": the codebook prior needs the image task (its codebook is built from image patches)");
+  // The codebook's settings reach only the arms that have one: given to another arm, they would run
+  // nothing while the command line says they did.
+  if (!arms::find(c.arm).uses_codebook()) {
+    const TrainConfig d;
+    for (const auto& [option, given] :
+         {std::pair<const char*, bool>{"codebook-beta", c.codebook_beta != d.codebook_beta},
+          {"codebook-k", c.codebook_k != d.codebook_k}})
+      if (given) bad(option, "arm " + c.arm + " has no codebook prior (c2 and c2-nb have one): it would not run");
+  }
   if (c.tau == 0) bad("tau", "0: the cap must be positive");
   if (!std::isfinite(c.init_scale) || c.init_scale <= 0) bad("init-scale", "expected a finite number > 0");
   auto at_least = [&](const char* option, std::int64_t v, std::int64_t lo) {
