@@ -8,7 +8,7 @@
 
 namespace stiefel::certificates {
 
-enum class DecayAnnihilatedMutant { kNone, kDriftedFrame };
+enum class DecayAnnihilatedMutant { kNone, kDriftedFrame, kHorizontalMap };
 enum class DecayDriftedMutant { kNone, kRetractedProjector };
 enum class DecayAbsorbedMutant { kNone, kUnscaledStep };
 
@@ -18,9 +18,24 @@ CheckResult check_decay_annihilated(const Case& c, DecayAnnihilatedMutant mutant
   Matrix<S> w = random_stiefel<S>(rng, c.d, c.r);
   if (mutant == DecayAnnihilatedMutant::kDriftedFrame) w *= S(1) + S(1e-6);  // 1e-6 off the manifold
   const S lambda(pow10(c.x));
-  const auto projector = [&](const Matrix<S>& x) { return project_tangent<S>(w, x); };
-  return identity_result(
+  // The Riemannian gradient Pi_W; the control, the horizontal map G - W W^T G, annihilates W too.
+  const auto projector = [&](const Matrix<S>& x) {
+    return mutant == DecayAnnihilatedMutant::kHorizontalMap ? project_horizontal<S>(w, x) : project_tangent<S>(w, x);
+  };
+  CheckResult r = identity_result(
       properties::projector_annihilates<S>(projector, Matrix<S>(lambda * w), S(lambda * sqrt(S(c.r))), double(c.d)));
+  // That the map is the Riemannian gradient, so that what it annihilates is the decay's Riemannian
+  // gradient: <P(G), xi> = <G, xi> for a tangent xi = W Omega + W_perp K (Omega skew: the directions
+  // that rotate the frame within its span, which the horizontal map drops).
+  const Matrix<S> g = gaussian_matrix<S>(rng, c.d, c.r);
+  Matrix<S> omega = gaussian_matrix<S>(rng, c.r, c.r);
+  omega = Matrix<S>(omega - omega.transpose());
+  const Matrix<S> z = gaussian_matrix<S>(rng, c.d, c.r);
+  const Matrix<S> xi = Matrix<S>(w * omega) + Matrix<S>(z - w * Matrix<S>(w.transpose() * z));
+  const S riesz = abs(S(projector(g).cwiseProduct(xi).sum() - g.cwiseProduct(xi).sum()));
+  keep_worst(r, roundoff_result<S>(riesz, S(g.norm() * xi.norm()), double(c.d * c.r)));
+  r.detail["riesz"] = to_double(S(riesz / (g.norm() * xi.norm())));
+  return r;
 }
 
 // Prop. 8 on a frame off the manifold (as float32 training leaves it, isometry error ≈ 1e-5):
