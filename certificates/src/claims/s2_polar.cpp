@@ -55,7 +55,8 @@ Claim s2_query_norm_bound() {
                        "||W_Q^T x|| <= ||x|| for W_Q in St(d,r); for the frames training produces, off the manifold "
                        "by their isometry error delta = max|W^T W - I|, ||W_Q^T x|| <= (1 + r delta / 2) ||x||.");
   c.generator =
-      "W a point of St(d,r) (a quarter of the cases) or the frame core/'s B2 leaves after T in [1,40] float32 steps "
+      "W a point of St(d,r) (a quarter of the cases; log10_c = 0) or (log10_c = 1) the frame core/'s B2 leaves after T "
+      "in [1,40] float32 steps "
       "of the sequence claims' gradients (seven profiles, unit scale, rate 10^[-2,0], eps 1e-8); x = W a/||a|| "
       "+ t W_perp z/||z|| with t in [0,1/2] (near col(W)), and its tight instance x_0 = W a/||a||, both scaled by "
       "10^[-20,20]; d in [1,24], r in [1,d]";
@@ -69,7 +70,8 @@ Claim s2_query_norm_bound() {
       gen::draw_frame_shape(k, {.scale_lo = -20, .scale_hi = 20});
       k.x = gen::real(0, 0.5, 50);
       k.heads = 1;
-      k.steps = *rc::gen::inRange(0, 4) == 0 ? 0 : *rc::gen::inRange(1, 41);
+      k.log10_c = *rc::gen::inRange(0, 4) == 0 ? 0 : 1;  // 0: a point of St(d, r); 1: a trained frame
+      k.steps = *rc::gen::inRange(1, 41);
       k.profile = *rc::gen::inRange(0, 7);
       k.corr = gen::real(0, 1, 10);
       k.log10_lr = gen::real(-2, 0, 20);

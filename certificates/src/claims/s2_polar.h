@@ -68,12 +68,12 @@ CheckResult check_polar_routes(const Case& c, PolarRoutesMutant mutant) {
   return r;
 }
 
-// The frames the bound is read on: a point of St(d, r) (c.steps = 0), or the frame core/'s B2 leaves
-// after c.steps float32 steps at the case's rate (the drift float32 training carries: its isometry
+// The frames the bound is read on: a point of St(d, r) (c.log10_c = 0), or (c.log10_c = 1) the frame
+// core/'s B2 leaves after c.steps float32 steps at the case's rate (the drift float32 training carries: its isometry
 // error is float32 rounding, 1e-7 to 1e-6 here; the paper measures 2.1e-5 after training).
 template <class S>
 Matrix<S> query_norm_frame(const Case& c) {
-  if (c.steps == 0) {
+  if (c.log10_c == 0) {
     Rng rng(c.seed);
     return random_stiefel<S>(rng, c.d, c.r);
   }
