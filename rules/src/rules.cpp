@@ -49,6 +49,25 @@ RuleSettings settings_of(FrameRule rule, double lr, double eps) {
   return s;
 }
 
+RiemannianAdamHyper<double> adam_hyper_of(const RuleSettings& s) {
+  RiemannianAdamHyper<double> h;
+  h.lr = s.lr;
+  h.beta1 = s.beta1;
+  h.beta2 = s.beta2;
+  h.eps = s.eps;
+  h.cap_tau = s.cap_tau;
+  h.moment = s.moment;
+  h.map = s.map;
+  return h;
+}
+
+RiemannianSgdHyper<double> sgd_hyper_of(const RuleSettings& s) {
+  RiemannianSgdHyper<double> h;
+  h.lr = s.lr;
+  h.map = s.map;
+  return h;
+}
+
 std::vector<std::string> rule_names() {
   std::vector<std::string> out;
   for (const FrameRule r : kFrameRules) out.emplace_back(rule_name(r));

@@ -110,18 +110,22 @@ class Export(unittest.TestCase):
             stiefel_rule.export(wrong_shape, self.path)
         self.assertFalse(os.path.exists(self.path))
 
-    @unittest.skipUnless(os.environ.get("STIEFEL"), "STIEFEL names the stiefel program")
-    def test_the_exported_rule_certifies(self):
-        stiefel_rule.export(normalised_sgd, self.path, name="nsgd", properties=[
-            "on-manifold", "frozen", "scale-free", "equivariance", "projection", "retraction"],
-            project=project, retract=retract)
-        out = os.path.join(self.dir.name, "nsgd.cert.json")
+    def certify(self, name):
+        """`stiefel certify` on the exported rule: asserts exit 0, returns each claim's (expected, observed)."""
+        out = os.path.join(self.dir.name, name + ".cert.json")
         p = subprocess.run([os.environ["STIEFEL"], "certify", "--rule", self.path, "--rule-config",
                             self.path[:-3] + ".json", "--cases", "10", "--jobs", "2", "--out", out],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.assertEqual(p.returncode, 0, p.stdout)
         with open(out) as f:
-            verdicts = {k["id"]: (k["expected"], k["observed"]) for k in json.load(f)["claims"]}
+            return {k["id"]: (k["expected"], k["observed"]) for k in json.load(f)["claims"]}
+
+    @unittest.skipUnless(os.environ.get("STIEFEL"), "STIEFEL names the stiefel program")
+    def test_the_exported_rule_certifies(self):
+        stiefel_rule.export(normalised_sgd, self.path, name="nsgd", properties=[
+            "on-manifold", "frozen", "scale-free", "equivariance", "projection", "retraction"],
+            project=project, retract=retract)
+        verdicts = self.certify("nsgd")
         self.assertEqual(verdicts["rule-projection-nsgd"], ("certified", "certified"))
         self.assertEqual(verdicts["rule-decay-annihilated-nsgd"][0], "observed")
 
@@ -131,13 +135,7 @@ class Export(unittest.TestCase):
                  "riemannian-gradient", "retraction", "retraction-second-order", "transport", "metric"]
         stiefel_rule.export(normalised_sgd_with_step, self.path, name="nsgd-all", properties=props,
                             project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric)
-        out = os.path.join(self.dir.name, "nsgd-all.cert.json")
-        p = subprocess.run([os.environ["STIEFEL"], "certify", "--rule", self.path, "--rule-config",
-                            self.path[:-3] + ".json", "--cases", "10", "--jobs", "2", "--out", out],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.assertEqual(p.returncode, 0, p.stdout)
-        with open(out) as f:
-            verdicts = {k["id"]: (k["expected"], k["observed"]) for k in json.load(f)["claims"]}
+        verdicts = self.certify("nsgd-all")
         for prop, stem in (("tangent-step", "rule-tangent-step"), ("transport", "rule-transport"),
                            ("metric", "rule-metric"), ("riemannian-gradient", "rule-riemannian-gradient")):
             self.assertEqual(verdicts[f"{stem}-nsgd-all"], ("certified", "certified"), prop)

@@ -401,38 +401,43 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
   const double factor = std::ldexp(1.0, int(c.log10_c));
   const double eps = gradient_norm_range(c).second;
   CheckResult out;
-  for (RuleSettings zero :
-       settings_list(impl, c, {std::begin(kFrameRules), std::end(kFrameRules)}, 0.0, /*adaptive_only=*/true)) {
-    // A rule's own decay is a setting, the same in both runs: drawn against the smaller run's
-    // gradients (c < 1 shrinks them), so that lambda W's cancellation stays within their rounding.
-    if (zero.weight_decay) *zero.weight_decay *= std::min(1.0, factor);
-    RuleSettings positive = zero;
-    positive.eps = eps;
-    // The control runs below the cap: a per-frame denominator only scales the step, which a binding
-    // cap then undoes, so eps left unscaled would change no frame there.
-    if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, std::min(zero.lr, 1e-2), 20);
-    for (const bool eps_positive : {false, true}) {
-      if (mutant == ScaleMutant::kEpsAtGradientScale && !eps_positive) continue;
-      const RuleSettings& s = eps_positive ? positive : zero;
-      RuleSettings s_scaled = s;
-      if (eps_positive && mutant == ScaleMutant::kNone) s_scaled.eps = eps * factor;
-      auto a = impl.make();
-      auto b = impl.make();
-      const auto plain = run_rule(*a, c, s, kSame);
-      const auto scaled = run_rule(*b, c, s_scaled, [&](const Frames<double>&, Frames<double> g) {
-        for (auto& f : g) f *= factor;
-        return g;
-      });
-      double diff = 0;
-      for (std::size_t t = 0; t < plain.size(); ++t) diff = worse(diff, max_abs_difference(plain[t], scaled[t]));
-      // A rule's own decay is not scaled with the gradients: lambda W cancels against the smaller of
-      // the two runs' gradients, so its term is lambda / min(1, c).
-      const double lambda = own_decay(s) / std::min(1.0, factor);
-      keep_worse(
-          out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, lambda, /*same_gradients=*/lambda == 0)));
+  // Every case runs at its drawn rate and again at eta_R = 1, the paper's, where B2's cap binds.
+  for (const bool at_paper_rate : {false, true})
+    for (RuleSettings zero :
+         settings_list(impl, c, {std::begin(kFrameRules), std::end(kFrameRules)}, 0.0, /*adaptive_only=*/true)) {
+      if (at_paper_rate) zero.lr = 1.0;
+      // A rule's own decay is a setting, the same in both runs: drawn against the smaller run's
+      // gradients (c < 1 shrinks them), so that lambda W's cancellation stays within their rounding.
+      if (zero.weight_decay) *zero.weight_decay *= std::min(1.0, factor);
+      RuleSettings positive = zero;
+      positive.eps = eps;
+      // The control runs below the cap: a per-frame denominator only scales the step, which a binding
+      // cap then undoes, so eps left unscaled would change no frame there.
+      if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, std::min(zero.lr, 1e-2), 20);
+      for (const bool eps_positive : {false, true}) {
+        if (mutant == ScaleMutant::kEpsAtGradientScale && !eps_positive) continue;
+        const RuleSettings& s = eps_positive ? positive : zero;
+        RuleSettings s_scaled = s;
+        if (eps_positive && mutant == ScaleMutant::kNone) s_scaled.eps = eps * factor;
+        auto a = impl.make();
+        auto b = impl.make();
+        const auto plain = run_rule(*a, c, s, kSame);
+        const auto scaled = run_rule(*b, c, s_scaled, [&](const Frames<double>&, Frames<double> g) {
+          for (auto& f : g) f *= factor;
+          return g;
+        });
+        double diff = 0;
+        for (std::size_t t = 0; t < plain.size(); ++t) diff = worse(diff, max_abs_difference(plain[t], scaled[t]));
+        // A rule's own decay is not scaled with the gradients: lambda W cancels against the smaller of
+        // the two runs' gradients, so its term is lambda / min(1, c).
+        const double lambda = own_decay(s) / std::min(1.0, factor);
+        keep_worse(out, roundoff(diff, impl.unit_roundoff,
+                                 rounding_factor(impl, c, s, lambda, /*same_gradients=*/lambda == 0)));
+      }
     }
-  }
-  out.detail["cap_binding_share_b2"] = cap_binding_share(c);
+  Case at_paper_rate = c;
+  at_paper_rate.log10_lr = 0;
+  out.detail["cap_binding_share_b2"] = cap_binding_share(at_paper_rate);
   return out;
 }
 
@@ -444,8 +449,9 @@ Claim scale_free_claim(const RuleImplementation& impl) {
   c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "every adaptive rule; d in [2,10], r in [1,d], H in [1,3], T in [1,30], the sequence claims' gradients, "
-      "rate 10^[-2,0.5] (B2's cap binds in the upper part: the share of (step, head) pairs it rescales, core/'s B2 "
-      "on the same sequence, is the detail's cap_binding_share_b2), eps = 0 in one pair of runs and eps = the "
+      "rate 10^[-3,-1] and, for every case again, eta_R = 1, the paper's, where B2's cap binds (the share of (step, "
+      "head) pairs it rescales there, core/'s B2 on the same sequence, is the detail's cap_binding_share_b2), eps = 0 "
+      "in one pair of runs and eps = the "
       "largest ||G_t||_F (c times that in the cG run) in the other, c = 2^k, k in [-40,40] \\ {0}; 40 cases";
   c.residual =
       "max |W_t(cG) - W_t(G)| over steps and entries, worst rule and pair; factor d*r*T*(1 + 8 lr) (+ u_io/u where "
@@ -457,7 +463,7 @@ Claim scale_free_claim(const RuleImplementation& impl) {
   c.cap_must_bind = !impl.declaration || impl.declaration->settings.cap_tau.has_value();
   c.generator_fn = [] {
     return rc::gen::exec([] {
-      Case k = *sequence_cases(2, 30, -2, 0.5, true);
+      Case k = *sequence_cases(2, 30, -3, -1, true);
       const int e = *rc::gen::inRange(1, 41);
       k.log10_c = *rc::gen::arbitrary<bool>() ? e : -e;  // the exponent k of c = 2^k
       return k;
@@ -1506,21 +1512,8 @@ class CoreRule final : public UpdateRule {
     state_ = make_riemannian_adam_state<double>(w, s.moment);
   }
   Frames<double> step(const Frames<double>& w, const Frames<double>& g) override {
-    if (!s_.adaptive) {
-      RiemannianSgdHyper<double> h;
-      h.lr = s_.lr;
-      h.map = s_.map;
-      return riemannian_sgd_step<double>(w, g, h);
-    }
-    RiemannianAdamHyper<double> h;
-    h.lr = s_.lr;
-    h.beta1 = s_.beta1;
-    h.beta2 = s_.beta2;
-    h.eps = s_.eps;
-    h.cap_tau = s_.cap_tau;
-    h.moment = s_.moment;
-    h.map = s_.map;
-    auto next = riemannian_adam_step<double>(w, g, state_, h);
+    if (!s_.adaptive) return riemannian_sgd_step<double>(w, g, rules::sgd_hyper_of(s_));
+    auto next = riemannian_adam_step<double>(w, g, state_, rules::adam_hyper_of(s_));
     state_ = std::move(next.state);
     return next.frames;
   }

@@ -82,5 +82,9 @@ const char* rule_name(FrameRule r);
 std::optional<FrameRule> rule_named(const std::string& name);
 // Rule r's settings at rate lr and the given eps (eps is ignored by the fixed-step rules).
 RuleSettings settings_of(FrameRule rule, double lr, double eps);
+// core/'s hyper-parameters for settings s, settings_of's inverse: the adaptive rule's (s.adaptive) or
+// the fixed-step rule's.
+RiemannianAdamHyper<double> adam_hyper_of(const RuleSettings& s);
+RiemannianSgdHyper<double> sgd_hyper_of(const RuleSettings& s);
 
 }  // namespace stiefel::rules
