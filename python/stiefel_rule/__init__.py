@@ -26,11 +26,16 @@ line), a signature that is not the rule's, a probe step that raises or returns f
 shape, dtype, or that are not finite. Each function must be TorchScript-compatible: type
 annotations on every argument, no Python objects other than tensors, numbers, lists and dicts.
 
-A ``torch.optim.Optimizer`` is not exported as it is: its ``step`` is Python, which TorchScript does not
-compile, and tracing it bakes its Python-float hyperparameters (lr among them, which each claim sets)
-into the file as constants. Write its update as a step function: the moments it keeps in
-``self.state`` go into ``state`` (as tensors, the step count included), its ``param_groups``
-hyperparameters into ``settings``.
+A ``torch.optim.Optimizer`` acting on one ``[H, d, r]`` parameter, with Python-float hyperparameters
+and a Python state dict, is exported from its class::
+
+    stiefel_rule.export_optimizer(MyStiefelAdam, "my_adam.pt", options={"betas": (0.9, 0.99)},
+                                  properties=["on-manifold", "equivariance"])
+
+Its ``step`` is translated into a step function (``from_optimizer``; see ``stiefel_rule.optimizer``
+for what it translates), its float hyperparameters become the rule's settings (lr and eps set by
+each claim, ``betas`` as beta1 and beta2), and the translation must give the optimizer's own frames
+and state on three probe steps before anything is written.
 
 Needs Debian's python3-torch (1.13, the LibTorch `stiefel` links): a file saved by a newer PyTorch
 may not load.
@@ -44,7 +49,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 import torch
 from torch import Tensor
 
-__all__ = ["PROPERTIES", "RuleError", "check", "export", "module"]
+__all__ = ["PROPERTIES", "RuleError", "check", "export", "export_optimizer", "from_optimizer", "module"]
 
 # The properties a rule may declare (`stiefel certify --list-rule-properties`; the tests hold the two
 # lists equal), and the component each needs.
@@ -224,3 +229,20 @@ def export(step: Callable, path: str, *, name: Optional[str] = None, settings: O
         f.write("\n")
     os.replace(config_path + ".tmp", config_path)
     return path, config_path
+
+
+from .optimizer import from_optimizer  # noqa: E402 (needs RuleError)
+
+
+def export_optimizer(cls, path: str, *, options: Optional[Dict[str, object]] = None, name: Optional[str] = None,
+                     properties: Iterable[str] = (), reference: Optional[str] = None,
+                     project: Optional[Callable] = None, retract: Optional[Callable] = None,
+                     rgrad: Optional[Callable] = None, transport: Optional[Callable] = None,
+                     metric: Optional[Callable] = None) -> Tuple[str, str]:
+    """Writes the rule of optimizer class ``cls`` constructed with ``options`` (lr and eps among them
+    only for the probe: each claim sets them) to ``path`` and its config beside it, as ``export``;
+    the config's settings are the optimizer's other float hyperparameters. Raises RuleError for what
+    cannot be translated or what `stiefel` would refuse."""
+    step, settings = from_optimizer(cls, **dict(options or {}))
+    return export(step, path, name=name, settings=settings, properties=properties, reference=reference,
+                  project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric)

@@ -24,10 +24,11 @@ for lang, info, body in blocks:
 if n == 0:
     sys.exit("no sh blocks")
 PY
+python_dir=$(realpath "$(dirname "$(realpath "$doc")")/../python")  # the repository's python/ (section 6)
 cd "$work" || fail "no $work"
 for step in step-*.sh; do
   want=$(cat "${step%.sh}.exit")
-  PATH="$work/bin:$PATH" bash -e "$step" > "${step%.sh}.log" 2>&1
+  PATH="$work/bin:$PATH" PYTHONPATH="$python_dir" bash -e "$step" > "${step%.sh}.log" 2>&1
   rc=$?
   [ "$rc" -eq "$want" ] || { cat "${step%.sh}.log"; fail "$step: exit $rc, the tutorial says $want"; }
 done
