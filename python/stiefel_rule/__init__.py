@@ -6,7 +6,8 @@ A rule is a step function on a batch of H frames of St(d, r)::
              settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
         ...
 
-``w`` and ``g`` are ``[H, d, r]`` float64 (the frames, the Euclidean gradient); ``state`` is ``[]``
+``w`` and ``g`` are ``[H, d, r]`` float64, or float32 for ``dtype="float32"`` (the frames, the Euclidean
+gradient); ``state`` is ``[]``
 at the first step and then what the previous step returned; ``settings`` holds ``lr`` and ``eps``
 (each claim sets them) and what you declare in ``settings=``. It may return the step it retracted as a
 third result (``Tuple[Tensor, List[Tensor], Tensor]``: the property ``tangent-step``). It may come
@@ -18,7 +19,7 @@ with its components, each certified on its own: ``project(w, x)``, ``rgrad(w, g)
     problems = stiefel_rule.check(step, settings={"beta1": 0.9, "beta2": 0.999})
     stiefel_rule.export(step, "my_rule.pt", name="my-rule", settings={...},
                         properties=["on-manifold", "scale-free", "equivariance"],
-                        project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric)
+                        project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric, dtype=dtype)
 
 ``export`` writes ``my_rule.pt`` (TorchScript) and ``my_rule.json`` (its --rule-config) beside it;
 ``check`` says, in Python, what would fail: a function TorchScript cannot compile (with the
@@ -56,6 +57,7 @@ __all__ = ["PROPERTIES", "RuleError", "check", "export", "export_optimizer", "fr
 PROPERTIES = ("agrees-with-reference", "on-manifold", "tangent-step", "frozen", "decay-annihilated", "scale-free",
               "equivariance", "projection", "riemannian-gradient", "retraction", "retraction-second-order",
               "transport", "metric")
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
 REFERENCES = ("b2", "b2-mean-moment", "b2-column", "b2m", "b2m-can", "b2-grassmann")
 # A component's arguments, and the properties that need it.
 COMPONENTS = {"project": "w: Tensor, x: Tensor", "rgrad": "w: Tensor, g: Tensor", "retract": "w: Tensor, eta: Tensor",
@@ -135,24 +137,34 @@ def _probe_settings(settings: Dict[str, object]) -> Dict[str, float]:
     return out
 
 
+def _dtype(dtype: str) -> torch.dtype:
+    if dtype not in DTYPES:
+        raise RuleError(f"dtype {dtype!r} is not one of {list(DTYPES)}")
+    return DTYPES[dtype]
+
+
 def check(step: Callable, settings: Optional[Dict[str, object]] = None, project: Optional[Callable] = None,
           retract: Optional[Callable] = None, rgrad: Optional[Callable] = None,
-          transport: Optional[Callable] = None, metric: Optional[Callable] = None) -> List[str]:
+          transport: Optional[Callable] = None, metric: Optional[Callable] = None, dtype: str = "float64") -> List[str]:
     """What `stiefel certify --rule` would refuse, as a list of messages (empty: nothing): the
-    functions compiled with TorchScript, then two probe steps on three frames of St(5, 2) with the
-    given settings, as `stiefel` probes a rule at load, and one call of each component."""
+    functions compiled with TorchScript, then two probe steps on three frames of St(5, 2) in ``dtype``
+    with the given settings, as `stiefel` probes a rule at load, and one call of each component."""
     given = {"project": project, "rgrad": rgrad, "retract": retract, "transport": transport, "metric": metric}
     try:
         m = module(step, **given)
     except RuleError as e:
         return [str(e)]
     problems = []
+    try:
+        dt = _dtype(dtype)
+    except RuleError as e:
+        return [str(e)]
     gen = torch.Generator().manual_seed(20260916)
-    w = torch.linalg.qr(torch.randn(3, 5, 2, generator=gen, dtype=torch.float64))[0]
+    w = torch.linalg.qr(torch.randn(3, 5, 2, generator=gen, dtype=torch.float64))[0].to(dt)
     state: List[Tensor] = []
     s = _probe_settings(settings or {})
     for t in range(2):
-        g = torch.randn(3, 5, 2, generator=gen, dtype=torch.float64)
+        g = torch.randn(3, 5, 2, generator=gen, dtype=torch.float64).to(dt)
         try:
             out = m(w, g, state, s)
         except Exception as e:
@@ -160,8 +172,8 @@ def check(step: Callable, settings: Optional[Dict[str, object]] = None, project:
         nxt, state = out[0], out[1]
         if nxt.shape != w.shape:
             return problems + [f"step returned frames of shape {list(nxt.shape)} for {list(w.shape)}"]
-        if nxt.dtype != torch.float64:
-            return problems + [f"step returned frames of dtype {nxt.dtype}, not float64"]
+        if nxt.dtype != dt:
+            return problems + [f"step returned frames of dtype {nxt.dtype}, not {dtype}"]
         if not torch.isfinite(nxt).all():
             return problems + ["step returned frames that are not finite on a probe step"]
         if len(out) == 3 and (out[2].shape != w.shape or out[2].dtype != w.dtype):
@@ -189,9 +201,11 @@ def check(step: Callable, settings: Optional[Dict[str, object]] = None, project:
 def export(step: Callable, path: str, *, name: Optional[str] = None, settings: Optional[Dict[str, object]] = None,
            properties: Iterable[str] = (), reference: Optional[str] = None, project: Optional[Callable] = None,
            retract: Optional[Callable] = None, rgrad: Optional[Callable] = None,
-           transport: Optional[Callable] = None, metric: Optional[Callable] = None) -> Tuple[str, str]:
+           transport: Optional[Callable] = None, metric: Optional[Callable] = None,
+           dtype: str = "float64") -> Tuple[str, str]:
     """Writes the rule to ``path`` (TorchScript) and its --rule-config beside it (``.json``), each
-    atomically; returns both paths. Raises RuleError for what `stiefel` would refuse."""
+    atomically; returns both paths. ``dtype`` "float32": the rule is fed and returns float32 frames,
+    and is certified at float32's rounding. Raises RuleError for what `stiefel` would refuse."""
     properties = list(properties)
     unknown = [p for p in properties if p not in PROPERTIES]
     if unknown:
@@ -210,7 +224,8 @@ def export(step: Callable, path: str, *, name: Optional[str] = None, settings: O
     for k in ("lr", "eps"):
         if k in settings:
             raise RuleError(f"settings[{k!r}]: each claim sets lr and eps")
-    problems = check(step, settings, **given)
+    _dtype(dtype)
+    problems = check(step, settings, dtype=dtype, **given)
     if problems:
         raise RuleError("; ".join(problems))
     if not path.endswith(".pt"):
@@ -221,6 +236,8 @@ def export(step: Callable, path: str, *, name: Optional[str] = None, settings: O
         config["name"] = name
     if reference is not None:
         config["reference"] = reference
+    if dtype != "float64":
+        config["dtype"] = dtype
     m = module(step, **given)
     m.save(path + ".tmp")
     os.replace(path + ".tmp", path)
@@ -238,11 +255,11 @@ def export_optimizer(cls, path: str, *, options: Optional[Dict[str, object]] = N
                      properties: Iterable[str] = (), reference: Optional[str] = None,
                      project: Optional[Callable] = None, retract: Optional[Callable] = None,
                      rgrad: Optional[Callable] = None, transport: Optional[Callable] = None,
-                     metric: Optional[Callable] = None) -> Tuple[str, str]:
+                     metric: Optional[Callable] = None, dtype: str = "float64") -> Tuple[str, str]:
     """Writes the rule of optimizer class ``cls`` constructed with ``options`` (lr and eps among them
     only for the probe: each claim sets them) to ``path`` and its config beside it, as ``export``;
     the config's settings are the optimizer's other float hyperparameters. Raises RuleError for what
     cannot be translated or what `stiefel` would refuse."""
     step, settings = from_optimizer(cls, **dict(options or {}))
     return export(step, path, name=name, settings=settings, properties=properties, reference=reference,
-                  project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric)
+                  project=project, retract=retract, rgrad=rgrad, transport=transport, metric=metric, dtype=dtype)

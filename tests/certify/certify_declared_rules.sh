@@ -140,4 +140,25 @@ rc=$?
 [ "$rc" -eq 2 ] && grep -q "declares 'tangent-step' but its forward returns no step" "$work/two.log" ||
   { cat "$work/two.log"; fail "a rule declaring tangent-step without returning its step: exit $rc, expected 2 and the reason"; }
 [ ! -e "$work/two.cert.json" ] || fail "a refused rule left a certificate"
-echo "declared rules: B2 with coupled decay, the QR Adam and the Grassmann B2 certified; equivariance, the projection, the transport and second order refuted by name"
+
+# The same rules computing in float32 ("dtype": "float32"): certified at float32's rounding, every
+# control killed, and refuted where the float64 rule is.
+f32() {  # f32 NAME: certify NAME with its config in float32
+  "$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); c["dtype"]="float32"; json.dump(c, open(sys.argv[2], "w"))' \
+    "$work/rules/$1.json" "$work/rules/$1.f32.json"
+  "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "$work/rules/$1.f32.json" --jobs 2 --cases 12 \
+    --out "$work/$1.f32.cert.json" > "$work/$1.f32.log" 2>&1
+  rc=$?
+}
+f32 b2-coupled-decay
+[ "$rc" -eq 0 ] || { cat "$work/b2-coupled-decay.f32.log"; fail "B2 with coupled decay in float32: exit $rc, expected 0"; }
+[ "$(verdicts "$work/b2-coupled-decay.f32.cert.json")" = "$(verdicts "$work/b2-coupled-decay.cert.json")" ] ||
+  fail "B2 with coupled decay in float32: $(verdicts "$work/b2-coupled-decay.f32.cert.json")"
+f32 qr-elementwise-uncapped
+[ "$rc" -eq 1 ] && [ "$(grep "^FAILED " "$work/qr-elementwise-uncapped.f32.log")" = \
+  "FAILED rule-equivariance-qr-elementwise-uncapped: refuted (expected certified)" ] ||
+  { cat "$work/qr-elementwise-uncapped.f32.log"; fail "the elementwise QR Adam in float32: exit $rc, or not refuted on equivariance alone"; }
+f32 project-twice-sym
+[ "$rc" -eq 1 ] && grep -q "^FAILED rule-projection-project-twice-sym: refuted" "$work/project-twice-sym.f32.log" ||
+  { cat "$work/project-twice-sym.f32.log"; fail "the projection bug in float32: exit $rc, or the projection not refuted by name"; }
+echo "declared rules: B2 with coupled decay, the QR Adam and the Grassmann B2 certified; equivariance, the projection, the transport and second order refuted by name; in float32 too"

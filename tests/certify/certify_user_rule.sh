@@ -101,7 +101,7 @@ expect "name 'trainer' (\"name\" in --rule-config $work/c4.json) is taken" --rul
 echo '{"dtype": "float16"}' > "$work/c5.json"
 expect "dtype 'float16'" --rule "$work/rules/b2.pt" --rule-config "$work/c5.json"
 echo '{"dtype": "float32"}' > "$work/c6.json"
-expect "dtype 'float32': the update claims are not yet sized" --rule "$work/rules/b2.pt" --rule-config "$work/c6.json"
+expect "always_double.pt: forward returned frames of dtype Double, configured Float" --rule "$work/rules/always_double.pt" --rule-config "$work/c6.json"
 echo '{"rule": "b2-sgd"}' > "$work/c7.json"
 expect "rule 'b2-sgd' has no update claims for a single rule yet" --rule "$work/rules/b2.pt" --rule-config "$work/c7.json"
 echo '{"name": ""}' > "$work/c8.json"

@@ -2,7 +2,7 @@
 """Writes TorchScript modules that `stiefel certify --rule` must refuse (exit 2, the file named):
 wrong_signature.pt (forward takes one tensor), wrong_shape.pt (returns a frame of another shape),
 not_finite.pt (returns NaN frames), wrong_dtype.pt (returns float32 for float64 frames),
-raises.pt (forward raises), reads_decay.pt (reads a setting that is not passed: a KeyError stated at
+always_double.pt (returns float64 for float32 frames), raises.pt (forward raises), reads_decay.pt (reads a setting that is not passed: a KeyError stated at
 the end of a long message), long_raise.pt (raises a message whose cause is at its end),
 unknown_op.pt (code that does not compile with this LibTorch, as a newer PyTorch's file), and the
 rules that fail only inside a claim, where eps = 0 (the load-time probe uses eps 1e-8):
@@ -57,6 +57,14 @@ class WrongDtype(torch.nn.Module):
     def forward(self, w: Tensor, g: Tensor, state: List[Tensor],
                 settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
         return w.float(), state
+
+
+class AlwaysDouble(torch.nn.Module):
+    """Returns float64 frames whatever it is fed: refused for a rule configured float32."""
+
+    def forward(self, w: Tensor, g: Tensor, state: List[Tensor],
+                settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
+        return w.double(), state
 
 
 class ReadsDecay(torch.nn.Module):
@@ -153,7 +161,7 @@ def main() -> int:
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, m in [("wrong_signature", WrongSignature()), ("wrong_shape", WrongShape()),
-                    ("not_finite", NotFinite()), ("wrong_dtype", WrongDtype()), ("raises", Raises()),
+                    ("not_finite", NotFinite()), ("wrong_dtype", WrongDtype()), ("always_double", AlwaysDouble()), ("raises", Raises()),
                     ("nan_at_eps0", NanAtEpsZero()), ("reads_decay", ReadsDecay()), ("long_raise", LongRaise()),
                     ("raises_at_eps0", RaisesAtEpsZero()), ("hangs_at_eps0", HangsAtEpsZero()),
                     ("crashes_at_eps0", CrashesAtEpsZero()), ("counts_calls", counts_calls()),

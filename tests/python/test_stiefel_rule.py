@@ -61,6 +61,11 @@ def wrong_shape(w: Tensor, g: Tensor, state: List[Tensor],
     return w[:, :, :1], state
 
 
+def wrong_dtype_for_float32(w: Tensor, g: Tensor, state: List[Tensor],
+                            settings: Dict[str, float]) -> Tuple[Tensor, List[Tensor]]:
+    return w.double(), state
+
+
 def not_scriptable(w, g, state, settings):  # no annotations: w is taken for a Tensor, settings too
     return w * settings["lr"], state
 
@@ -294,6 +299,26 @@ class Export(unittest.TestCase):
         self.assertEqual(p.returncode, 1, p.stdout)
         self.assertEqual([line for line in p.stdout.splitlines() if line.startswith("FAILED ")],
                          ["FAILED rule-equivariance-elementwise-adam: refuted (expected certified)"])
+
+    def test_a_float32_rule(self):
+        _, config = stiefel_rule.export(normalised_sgd, self.path, name="nsgd-f32", dtype="float32",
+                                        properties=["on-manifold", "projection"], project=project, retract=retract)
+        with open(config) as f:
+            self.assertEqual(json.load(f)["dtype"], "float32")
+        m = torch.jit.load(self.path)
+        w = torch.linalg.qr(torch.randn(2, 6, 3))[0]
+        self.assertEqual(m(w, torch.randn_like(w), [], {"lr": 0.1, "eps": 1e-8})[0].dtype, torch.float32)
+        [problem] = stiefel_rule.check(wrong_dtype_for_float32, dtype="float32")
+        self.assertIn("dtype torch.float64, not float32", problem)
+        with self.assertRaisesRegex(stiefel_rule.RuleError, "dtype 'float16' is not one of"):
+            stiefel_rule.export(normalised_sgd, self.path, dtype="float16")
+        if os.environ.get("STIEFEL"):
+            stiefel_rule.export(normalised_sgd, self.path, name="nsgd-f32", dtype="float32", properties=[
+                "on-manifold", "frozen", "scale-free", "equivariance", "projection", "retraction"],
+                project=project, retract=retract)
+            verdicts = self.certify("nsgd-f32")
+            for stem in ("on-manifold", "scale-free", "equivariance", "projection", "retraction"):
+                self.assertEqual(verdicts[f"rule-{stem}-nsgd-f32"], ("certified", "certified"), stem)
 
     @unittest.skipUnless(os.environ.get("STIEFEL"), "STIEFEL names the stiefel program")
     def test_properties_are_the_programs(self):

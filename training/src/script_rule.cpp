@@ -399,11 +399,8 @@ rules::RuleImplementation script_rule_implementation(const std::filesystem::path
   if (!std::regex_match(config.name, std::regex("[a-z0-9][a-z0-9-]{0,47}")))
     throw std::invalid_argument(where + ": name '" + config.name +
                                 "' must match [a-z0-9][a-z0-9-]* and have at most 48 characters");
-  if (config.dtype == "float32")
-    throw std::invalid_argument(where +
-                                ": dtype 'float32': the update claims are not yet sized to float32 (their "
-                                "controls fall below its rounding at small steps); script the rule in float64");
-  if (config.dtype != "float64") throw std::invalid_argument(where + ": dtype '" + config.dtype + "' must be float64");
+  if (config.dtype != "float64" && config.dtype != "float32")
+    throw std::invalid_argument(where + ": dtype '" + config.dtype + "' must be float64 or float32");
   const auto& names = certifiable_rules();
   if (!config.declared && std::find(names.begin(), names.end(), config.rule) == names.end()) {
     std::string list;

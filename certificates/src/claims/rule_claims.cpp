@@ -57,19 +57,30 @@ double max_abs_difference(const Frames<double>& a, const Frames<double>& b) {
   return m;
 }
 
-// The smallest and largest ||G_t||_F of the case's gradient sequence (the draws run_rule makes).
-std::pair<double, double> gradient_norm_range(const Case& c) {
+// The smallest and largest ||G_t||_F of the case's gradient sequence (the draws run_rule makes), and
+// the largest at its first step.
+struct GradientNorms {
+  double lo, hi, first;
+};
+
+GradientNorms gradient_norms(const Case& c) {
   Rng rng(c.seed);
   (void)random_frames<double>(rng, {c.d, c.r}, c.heads);
   Frames<double> persistent;
   for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<double>(rng, c.d, c.r));
-  double lo = INFINITY, hi = 0;
+  GradientNorms n{INFINITY, 0, 0};
   for (int t = 0; t < c.steps; ++t)
     for (const auto& g : sequence_gradients<double>(rng, persistent, c, t, 1.0)) {
-      lo = std::min(lo, g.norm());
-      hi = std::max(hi, g.norm());
+      n.lo = std::min(n.lo, g.norm());
+      n.hi = std::max(n.hi, g.norm());
+      if (t == 0) n.first = std::max(n.first, g.norm());
     }
-  return {lo, hi};
+  return n;
+}
+
+std::pair<double, double> gradient_norm_range(const Case& c) {
+  const GradientNorms n = gradient_norms(c);
+  return {n.lo, n.hi};
 }
 
 // A case's rate for a rule: the drawn rate for the adaptive rules; for the fixed-step rules the
@@ -136,8 +147,24 @@ double rounding_factor(const RuleImplementation& impl, const Case& c, const Rule
 // How far a control moves a quantity whose size is free (a rate in place of 0, a tangent term):
 // past the implementation's coarsest rounding by 2^k u_io (the control's margin is 10 tolerances),
 // and never less than the float64 size the control was designed at.
-double control_size(const RuleImplementation& impl, double float64_size, int k) {
-  return std::max(float64_size, std::ldexp(impl.io_roundoff, k));
+// Raises a rule's rate so that its steps are at least `step` long (an adaptive rule's are about lr, a
+// fixed-step rule's lr ||G||).
+void raise_step(RuleSettings& s, const Case& c, double step) {
+  s.lr = std::max(s.lr, s.adaptive ? step : step / gradient_norm_range(c).second);
+}
+
+// A rule whose own arithmetic is float32 (a TorchScript rule with dtype float32) has tolerances of
+// u32 d r T where a float32 trainer, computing in float64, has u32 alone: its controls move by
+// 2^k_coarse u_io instead (k_coarse >= k).
+bool coarse_arithmetic(const RuleImplementation& impl) { return impl.unit_roundoff > 0x1p-40; }
+
+// The float32 form of a control, for a rule that computes in float32 (nothing otherwise).
+std::string for_float32(const RuleImplementation& impl, const std::string& what) {
+  return coarse_arithmetic(impl) ? " (float32 rule: " + what + ")" : "";
+}
+
+double control_size(const RuleImplementation& impl, double float64_size, int k, int k_coarse = 0) {
+  return std::max(float64_size, std::ldexp(impl.io_roundoff, coarse_arithmetic(impl) ? std::max(k, k_coarse) : k));
 }
 
 // T steps of the implementation from the case's frames on its gradient sequence (gradients
@@ -254,14 +281,16 @@ Frames<S> rounded_to_unit(const Frames<double>& f, double u) {
 
 // core/'s rule in S on the case's sequence: every iterate. The mutants retract by the second-order
 // expansion of the polar factor, or take a rate and a cap 10 % larger (references that are not the
-// rule: the first differs at fourth order in eta, the second at first order, capped or not).
+// rule: the first differs at fourth order in eta, the second at first order, capped or not; 60 % for
+// a rule whose own arithmetic is float32, whose tolerance is u32 d r T).
 // Where the implementation's frames and gradients cross in a coarser dtype (io_unit > 2^-53), core/
 // is fed what the implementation is fed: the float64 draws rounded to that dtype (the start frames
 // and every step's gradients), so that the comparison is of the update's arithmetic, not of the
 // input dtype's conditioning (B2m's elementwise quotient moves by ||G|| / eps times a gradient's
 // rounding: measured 1e-4 at eps = 1e-8 and ||G|| = 6e-4 in float32).
 template <class S>
-std::vector<Frames<S>> core_run(FrameRule rule, const Case& c, AgreementMutant mutant, double io_unit) {
+std::vector<Frames<S>> core_run(FrameRule rule, const Case& c, AgreementMutant mutant, double io_unit,
+                                bool coarse = false) {
   const bool rounded = io_unit > 0x1p-53;
   Rng rng(c.seed);
   Frames<S> w = random_frames<S>(rng, {c.d, c.r}, c.heads);
@@ -274,7 +303,7 @@ std::vector<Frames<S>> core_run(FrameRule rule, const Case& c, AgreementMutant m
     w = rounded_to_unit<S>(random_frames<double>(rng64, {c.d, c.r}, c.heads), io_unit);
     for (int h = 0; h < c.heads; ++h) persistent64.push_back(gaussian_matrix<double>(rng64, c.d, c.r));
   }
-  const double bump = mutant == AgreementMutant::kRateAndCapTenPercent ? 1.1 : 1.0;
+  const double bump = mutant != AgreementMutant::kRateAndCapTenPercent ? 1.0 : coarse ? 1.6 : 1.1;
   const S lr(pow10(c.log10_lr) * bump), eps = c.eps_zero ? S(0) : S(pow10(c.log10_eps));
   auto state = make_riemannian_adam_state<S>(w, adam_rule_hyper<S>(rule, lr, eps).moment);
   std::vector<Frames<S>> out;
@@ -325,7 +354,7 @@ CheckResult agreement(const RuleImplementation& impl, const Case& drawn_case, Ag
         impl.declaration ? settings_list(impl, c, {}, eps).front() : settings_of(rule, case_rate(c, rule), eps);
     auto r = impl.make();
     const auto mine = run_rule(*r, c, s, kSame);
-    const auto ref = core_run<S>(rule, c, mutant, impl.io_roundoff);
+    const auto ref = core_run<S>(rule, c, mutant, impl.io_roundoff, coarse_arithmetic(impl));
     double diff = 0;
     for (std::size_t t = 0; t < mine.size(); ++t)
       for (std::size_t h = 0; h < mine[t].size(); ++h)
@@ -374,7 +403,8 @@ Claim agrees_with_core(const RuleImplementation& impl) {
   c.controls = {{"reference-rate-and-cap-10pct",
                  "core/'s rules with a rate and a cap 10 % larger (a mis-set schedule): a reference that is not the "
                  "rule, at first order in "
-                 "eta whether the cap binds or not",
+                 "eta whether the cap binds or not" +
+                     for_float32(impl, "60 % larger: the rule computes in float32"),
                  bind(AgreementMutant::kRateAndCapTenPercent)}};
   // The fourth-order near miss is below a float32 gradient's rounding at the small rates.
   if (!(impl.io_roundoff > 0x1p-40))
@@ -411,9 +441,20 @@ CheckResult scale_free(const RuleImplementation& impl, const Case& c, ScaleMutan
       if (zero.weight_decay) *zero.weight_decay *= std::min(1.0, factor);
       RuleSettings positive = zero;
       positive.eps = eps;
+      // Where c < 1, a float32 rule's control takes eps at the first gradient's norm: at the largest,
+      // the early steps of a profile growing over six decades are below float32's resolution in both
+      // runs; at the first, the cG run's eps / c at least slows the first step, whatever the profile.
+      if (mutant == ScaleMutant::kEpsAtGradientScale && coarse_arithmetic(impl) && factor < 1)
+        positive.eps = gradient_norms(c).first;
       // The control runs below the cap: a per-frame denominator only scales the step, which a binding
       // cap then undoes, so eps left unscaled would change no frame there.
-      if (mutant == ScaleMutant::kEpsAtGradientScale) positive.lr = control_size(impl, std::min(zero.lr, 1e-2), 20);
+      // A float32 rule's control runs at a rate up to 1/4, as far below its cap as the float32 trainer's.
+      if (mutant == ScaleMutant::kEpsAtGradientScale) {
+        positive.lr = control_size(impl, std::min(zero.lr, 1e-2), 20, 22);
+        if (coarse_arithmetic(impl) && positive.cap_tau)
+          positive.lr = std::max(control_size(impl, std::min(zero.lr, 1e-2), 20),
+                                 std::min(positive.lr, *positive.cap_tau * std::sqrt(double(c.r))));
+      }
       for (const bool eps_positive : {false, true}) {
         if (mutant == ScaleMutant::kEpsAtGradientScale && !eps_positive) continue;
         const RuleSettings& s = eps_positive ? positive : zero;
@@ -476,7 +517,8 @@ Claim scale_free_claim(const RuleImplementation& impl) {
   c.controls = {{"eps-at-gradient-scale",
                  "eps at the largest gradient's norm in both runs, not scaled by c in the cG run (the eps = 0 "
                  "statement read for eps > 0), rate max(min(lr, 1e-2), 2^20 u_io), below the cap (a binding cap "
-                 "undoes a per-frame denominator's scale)",
+                 "undoes a per-frame denominator's scale)" +
+                     for_float32(impl, "rate up to min(1/4, tau sqrt(r)), eps at the first gradient's norm where c < 1"),
                  bind(ScaleMutant::kEpsAtGradientScale)}};
   return c;
 }
@@ -500,7 +542,7 @@ CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationM
     Matrix<double> j = gaussian_matrix<double>(qrng, c.d, c.d);
     j = (j - j.transpose()).eval();
     j /= j.norm();
-    const double delta = control_size(impl, 1e-3, 21);
+    const double delta = control_size(impl, 1e-3, 21, 25);
     off = matrix_exponential<double>(Matrix<double>(-delta * j));  // Q^T G becomes exp(delta J)^T Q^T G
   }
   std::vector<RuleSettings> runs;
@@ -512,6 +554,13 @@ CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationM
     // eps = 0 for the elementwise control: an eps above the gradients makes the quotient linear in
     // G, and so equivariant, hiding the elementwise moment.
     if (mutant == RotationMutant::kElementwiseMoment) s.eps = 0;
+    // eps = 0 for a float32 rule's rotated control: where a profile drops the gradients 1e-8 below
+    // the base scale, an eps above them leaves steps below float32's resolution, whatever the rotation.
+    // Its rate is at least 1/8 (a single step at rate 1e-2 moves the frames by 1e-2).
+    if (mutant == RotationMutant::kGradientsOffRotation && coarse_arithmetic(impl)) {
+      s.eps = 0;
+      raise_step(s, c, 0.125);
+    }
     auto a = impl.make();
     auto b = impl.make();
     const auto plain = run_rule(*a, c, s, kSame);
@@ -559,7 +608,8 @@ Claim equivariance_claim(const RuleImplementation& impl) {
   else  // one rule only: the near miss is in the rotation, not in a second rule
     c.controls = {{"gradients-off-rotation",
                    "the gradients rotated by Q exp(delta J) while the frames are rotated by Q (J a unit skew matrix, "
-                   "delta = max(1e-3, 2^21 u_io))",
+                   "delta = max(1e-3, 2^21 u_io))" +
+                       for_float32(impl, "delta = 2^25 u_io, eps 0, steps of at least 1/8"),
                    bind(RotationMutant::kGradientsOffRotation)}};
   return c;
 }
@@ -579,9 +629,14 @@ const std::vector<FrameRule> kDecayRules = {FrameRule::kB2,          FrameRule::
 
 CheckResult decay_annihilated(const RuleImplementation& impl, const Case& c, DecayMutant mutant) {
   // The tolerance is the case's (its lambda); the control's tangent term may be larger.
-  const double case_lambda = pow10(c.log10_scale + c.log10_c);
+  // A rule computing in float32 cancels lambda W to u32 lambda sqrt(r) / ||G||, relative to the step,
+  // which no control could pass at lambda far above the smallest gradient (a decaying profile's is
+  // 1e-6 of the base scale): its lambda is 10^[-4, -1] times the smallest gradient norm.
+  const double case_lambda = coarse_arithmetic(impl)
+                                 ? gradient_norm_range(c).first * pow10(std::min(c.log10_c, 0.0) - 1)
+                                 : pow10(c.log10_scale + c.log10_c);
   const double lambda = mutant == DecayMutant::kTangentDirection
-                            ? std::max(case_lambda, control_size(impl, 0, 20) * pow10(c.log10_scale))
+                            ? std::max(case_lambda, control_size(impl, 0, 20, 26) * pow10(c.log10_scale))
                             : case_lambda;
   CheckResult out;
   for (const RuleSettings& base :
@@ -645,7 +700,9 @@ Claim decay_claim(const RuleImplementation& impl) {
   c.controls = {
       {"tangent-direction",
        "lambda Pi_W(B) (B Gaussian: a generic tangent direction) in place of lambda W, lambda at least 2^20 u_io "
-       "times the gradients' scale (0.06 for float32 gradients; no change in float64)",
+       "times the gradients' scale (0.06 for float32 gradients; no change in float64)" +
+           for_float32(impl, "lambda at least 2^26 u_io times the gradients' scale; the case's lambda 10^[-4, -1] "
+                             "times the smallest gradient norm"),
        bind(DecayMutant::kTangentDirection)}};
   return c;
 }
@@ -659,7 +716,7 @@ CheckResult frozen(const RuleImplementation& impl, const Case& c, FrozenRuleMuta
   for (RuleSettings s : settings_list(impl, c, {FrameRule::kB2, FrameRule::kFrozen}, 1e-8)) {
     s.lr = 0;
     if (mutant == FrozenRuleMutant::kSmallRate) {
-      s.lr = control_size(impl, 1e-6, 16);
+      s.lr = control_size(impl, 1e-6, 16, 18);
       s.eps = 0;  // B2's step is then the rate itself, whatever the gradients' size
     }
     auto a = impl.make();
@@ -686,7 +743,8 @@ Claim frozen_claim(const RuleImplementation& impl) {
   c.check = bind(FrozenRuleMutant::kNone);
   c.controls = {{"small-rate",
                  "rate max(1e-6, 2^16 u_io) and eps 0 in place of rate 0 (1e-6 in float64, 0.004 for float32 "
-                 "frames)",
+                 "frames)" +
+                     for_float32(impl, "rate 2^18 u_io"),
                  bind(FrozenRuleMutant::kSmallRate)}};
   return c;
 }
@@ -703,7 +761,11 @@ enum class ManifoldMutant { kNone, kChordMidpoint };
 CheckResult on_manifold(const RuleImplementation& impl, const Case& c, ManifoldMutant mutant) {
   CheckResult out;
   const double eps = mutant == ManifoldMutant::kChordMidpoint || c.eps_zero ? 0.0 : pow10(c.log10_eps);
-  for (const RuleSettings& s : settings_list(impl, c, {FrameRule::kB2}, eps)) {
+  for (const RuleSettings& case_settings : settings_list(impl, c, {FrameRule::kB2}, eps)) {
+    // The chords of a float32 rule are read at a rate of at least 1/2 (no change in float64), judged
+    // against the case's tolerance (at its own rate).
+    RuleSettings s = case_settings;
+    if (mutant == ManifoldMutant::kChordMidpoint) raise_step(s, c, control_size(impl, 0, 0, 23));
     auto r = impl.make();
     Rng rng(c.seed);
     Frames<double> previous = random_frames<double>(rng, {c.d, c.r}, c.heads);
@@ -725,7 +787,8 @@ CheckResult on_manifold(const RuleImplementation& impl, const Case& c, ManifoldM
       if (t < quarter) first = worse(first, iso[t]);
       if (t + quarter >= iso.size()) last = worse(last, iso[t]);
     }
-    const double unit = impl.unit_roundoff * rounding_factor(impl, c, s, own_decay(s)) / double(c.steps);
+    const double unit =
+        impl.unit_roundoff * rounding_factor(impl, c, case_settings, own_decay(s)) / double(c.steps);
     // Growth: the last quarter's largest error over the first's (floored at the unit), fourfold
     // growth at the tolerance.
     const double growth = last / std::max(first, unit);
@@ -764,7 +827,8 @@ Claim on_manifold_claim(const RuleImplementation& impl) {
   };
   c.check = bind(ManifoldMutant::kNone);
   c.controls = {{"chord-midpoints",
-                 "the isometry error of the chord midpoints (W_t + W_{t+1}) / 2 (a map that steps along chords), eps 0",
+                 "the isometry error of the chord midpoints (W_t + W_{t+1}) / 2 (a map that steps along chords), eps 0" +
+                     for_float32(impl, "steps of at least 1/2"),
                  bind(ManifoldMutant::kChordMidpoint)}};
   return c;
 }
@@ -802,8 +866,8 @@ enum class ProjectionMutant { kNone, kFramesOffManifold };
 // space: idempotent, self-adjoint in the rule's metric (its metric(W, X, Y) where exposed, else the
 // embedded one), zero on the normal space {W S : S symmetric} (for a Grassmann rule the vertical
 // space {W A}) and the identity on tangent (horizontal) vectors; each residual relative to its
-// input's norm. The control passes frames off the manifold by a relative 1e-6 (W (1 + 1e-6)), where
-// Pi_W's formula is no projection.
+// input's norm. The control passes frames off the manifold by a relative delta = max(1e-6, 2^17 u_io)
+// (W (1 + delta); 1e-6 in float64, 2^-7 for a float32 rule), where Pi_W's formula is no projection.
 CheckResult projection(const RuleImplementation& impl, const Case& c, ProjectionMutant mutant) {
   const RuleDeclaration& decl = *impl.declaration;
   const TangentMap map = decl.settings.map;
@@ -811,7 +875,7 @@ CheckResult projection(const RuleImplementation& impl, const Case& c, Projection
   Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
   const Frames<double> on_manifold = w;
   if (mutant == ProjectionMutant::kFramesOffManifold)
-    for (auto& f : w) f *= 1 + 1e-6;
+    for (auto& f : w) f *= 1 + control_size(impl, 1e-6, 17, 19);
   const double scale = pow10(c.log10_scale);
   Frames<double> x, y, normal, tangent;
   std::vector<double> tangent_source;  // the norm of the matrix each tangent vector was projected from
@@ -865,7 +929,10 @@ Claim projection_claim(const RuleImplementation& impl) {
     return same_in_both([impl, m](const Case& k) { return projection(impl, k, m); });
   };
   c.check = bind(ProjectionMutant::kNone);
-  c.controls = {{"frames-off-manifold", "frames W (1 + 1e-6), off St(d, r), where Pi_W's formula is no projection",
+  c.controls = {{"frames-off-manifold",
+                 "frames W (1 + delta), delta = max(1e-6, 2^17 u_io), off St(d, r), where Pi_W's formula is no "
+                 "projection" +
+                     for_float32(impl, "delta = 2^19 u_io"),
                  bind(ProjectionMutant::kFramesOffManifold)}};
   return c;
 }
@@ -950,7 +1017,10 @@ enum class StepMutant { kNone, kChord };
 // the tangent space by ||eta||^2 / 2, relative ||eta|| / 2 (at least 5e-3 at the rates drawn).
 CheckResult tangent_step(const RuleImplementation& impl, const Case& c, StepMutant mutant) {
   const RuleDeclaration& decl = *impl.declaration;
-  const RuleSettings s = settings_list(impl, c, {}, 1e-8).front();
+  RuleSettings s = settings_list(impl, c, {}, 1e-8).front();
+  // A float32 rule's chords are read at a rate of at least 1/8 (no change in float64): the chord's
+  // normal part, ||eta||^2 / 2, then clears u32 d r kappa.
+  if (mutant == StepMutant::kChord) raise_step(s, c, control_size(impl, 0, 0, 21));
   const auto rule = impl.make();
   Rng rng(c.seed);
   Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
@@ -1014,7 +1084,9 @@ Claim tangent_step_claim(const RuleImplementation& impl) {
   };
   c.check = bind(StepMutant::kNone);
   c.controls = {
-      {"chord-as-step", "the chord W_{t+1} - W_t read as the step: normal by ||eta||^2 / 2", bind(StepMutant::kChord)}};
+      {"chord-as-step",
+       "the chord W_{t+1} - W_t read as the step: normal by ||eta||^2 / 2" + for_float32(impl, "steps of at least 1/8"),
+       bind(StepMutant::kChord)}};
   return c;
 }
 
@@ -1024,8 +1096,9 @@ enum class GradientMutant { kNone, kNormalLeft, kTangentAdded };
 
 // rgrad(W, G) is tangent (its normal part relative to ||G||) and satisfies the Riesz identity
 // g_W(rgrad, xi) = <G, xi> for three tangent xi (relative to ||G|| ||xi||), g the rule's metric. The
-// controls add a normal part W sym(A) of 1e-6 ||G|| to what rgrad returns, and a tangent vector of
-// 1e-6 ||G||: the first breaks tangency only, the second the identity only.
+// controls add a normal part W sym(A) of delta ||G|| to what rgrad returns, and a tangent vector of
+// delta ||G|| (delta = max(1e-6, 2^17 u_io)): the first breaks tangency only, the second the identity
+// only.
 CheckResult riemannian_gradient(const RuleImplementation& impl, const Case& c, GradientMutant mutant) {
   const RuleDeclaration& decl = *impl.declaration;
   const TangentMap map = decl.settings.map;
@@ -1039,10 +1112,10 @@ CheckResult riemannian_gradient(const RuleImplementation& impl, const Case& c, G
     if (mutant == GradientMutant::kNormalLeft) {
       Matrix<double> a = gaussian_matrix<double>(rng, c.r, c.r);
       a = map == TangentMap::kGrassmann ? a : Matrix<double>((a + a.transpose()) / 2);
-      rg[h] += w[h] * a * (1e-6 * g[h].norm() / a.norm());
+      rg[h] += w[h] * a * (control_size(impl, 1e-6, 17, 19) * g[h].norm() / a.norm());
     } else if (mutant == GradientMutant::kTangentAdded) {
       const Matrix<double> t = tangent_of(map, w[h], gaussian_matrix<double>(rng, c.d, c.r));
-      rg[h] += t * (1e-6 * g[h].norm() / std::max(t.norm(), 1e-300));
+      rg[h] += t * (control_size(impl, 1e-6, 17, 19) * g[h].norm() / std::max(t.norm(), 1e-300));
     }
   }
   double normal = 0, riesz = 0;
@@ -1085,9 +1158,13 @@ Claim riemannian_gradient_claim(const RuleImplementation& impl) {
     return same_in_both([impl, m](const Case& k) { return riemannian_gradient(impl, k, m); });
   };
   c.check = bind(GradientMutant::kNone);
-  c.controls = {{"normal-part-left", "a normal part W sym(A) of 1e-6 ||G|| added to rgrad: not tangent",
+  c.controls = {{"normal-part-left",
+                 "a normal part W sym(A) of delta ||G|| added to rgrad (delta = max(1e-6, 2^17 u_io)): not tangent" +
+                     for_float32(impl, "delta = 2^19 u_io"),
                  bind(GradientMutant::kNormalLeft)},
-                {"tangent-added", "a tangent vector of 1e-6 ||G|| added to rgrad: tangent, but not G's representer",
+                {"tangent-added",
+                 "a tangent vector of delta ||G|| added to rgrad: tangent, but not G's representer" +
+                     for_float32(impl, "delta = 2^19 u_io"),
                  bind(GradientMutant::kTangentAdded)}};
   return c;
 }
@@ -1099,9 +1176,9 @@ enum class MetricMutant { kNone, kAsymmetric };
 // metric(W, X, Y) on tangent vectors: symmetric, bilinear (g(X + 2Y, Z) = g(X, Z) + 2 g(Y, Z)) and
 // positive (judged as g(X, X) / ||X||^2 >= 1/4, which the embedded and the canonical metric meet:
 // the canonical's smallest is 1/2, on W-directions). Each residual relative to the norms. The
-// control reads g(X, Y) + 1e-6 <X, K Y> with K a fixed skew d x d matrix: bilinear and positive,
-// but <Y, K X> = -<X, K Y>; and + 1e-6 <X, Y M> with M a skew r x r matrix (the first vanishes on
-// the horizontal space where d - r = 1, the second where r = 1).
+// control reads g(X, Y) + delta <X, K Y> with K a fixed skew d x d matrix: bilinear and positive,
+// but <Y, K X> = -<X, K Y>; and + delta <X, Y M> with M a skew r x r matrix (the first vanishes on
+// the horizontal space where d - r = 1, the second where r = 1); delta = max(1e-6, 2^17 u_io).
 CheckResult metric_check(const RuleImplementation& impl, const Case& c, MetricMutant mutant) {
   const RuleDeclaration& decl = *impl.declaration;
   const TangentMap map = decl.settings.map;
@@ -1126,7 +1203,8 @@ CheckResult metric_check(const RuleImplementation& impl, const Case& c, MetricMu
       k = (k - k.transpose()).eval();
       m = (m - m.transpose()).eval();
       for (std::size_t h = 0; h < w.size(); ++h)
-        v[h] += 1e-6 * (a[h].cwiseProduct(k * b[h]).sum() + a[h].cwiseProduct(b[h] * m).sum());
+        v[h] += control_size(impl, 1e-6, 17, 21) *
+                (a[h].cwiseProduct(k * b[h]).sum() + a[h].cwiseProduct(b[h] * m).sum());
     }
     return v;
   };
@@ -1162,7 +1240,9 @@ Claim metric_claim(const RuleImplementation& impl) {
   };
   c.check = bind(MetricMutant::kNone);
   c.controls = {{"asymmetric",
-                 "g(X, Y) + 1e-6 (<X, K Y> + <X, Y M>) with K, M skew: bilinear and positive, not symmetric",
+                 "g(X, Y) + delta (<X, K Y> + <X, Y M>) with K, M skew, delta = max(1e-6, 2^17 u_io): bilinear "
+                 "and positive, not symmetric" +
+                     for_float32(impl, "delta = 2^21 u_io"),
                  bind(MetricMutant::kAsymmetric)}};
   return c;
 }
@@ -1282,7 +1362,10 @@ CheckResult second_order(const RuleImplementation& impl, const Case& c, SecondOr
     zeta.push_back(z / std::max(z.norm(), 1e-300));
   }
   const double unit = impl.unit_roundoff * double(c.d * c.r);
-  const double ts[2] = {0x1p-6, 0x1p-9};
+  // In float32 arithmetic the defect at 2^-9 is rounding: the slope is read at 2^-3 and 2^-6, above 30
+  // units of rounding (the same factor 8; the O(t^4) term moves q by about 2^-3 there).
+  const bool coarse = coarse_arithmetic(impl);
+  const double ts[2] = {coarse ? 0x1p-3 : 0x1p-6, coarse ? 0x1p-6 : 0x1p-9};
   double e2[2] = {0, 0};
   for (int i = 0; i < 2; ++i) {
     Frames<double> step = xi;
@@ -1295,7 +1378,7 @@ CheckResult second_order(const RuleImplementation& impl, const Case& c, SecondOr
       e2[i] = worse(e2[i], tangent_of(map, w[h], defect).norm());
     }
   }
-  const bool above_rounding = e2[1] > 1e3 * unit;
+  const bool above_rounding = e2[1] > (coarse ? 30 : 1e3) * unit;
   const double order = above_rounding ? e2[1] / std::max(e2[0], 1e-300) * std::pow(2.0, 9) : 1.0;
   CheckResult r;
   r.residual = e2[1];
@@ -1324,7 +1407,9 @@ Claim second_order_claim(const RuleImplementation& impl) {
     return same_in_both([impl, m](const Case& k) { return second_order(impl, k, m); });
   };
   c.check = bind(SecondOrderMutant::kNone);
-  c.controls = {{"tangential-curvature", "polar(R(W, t xi) + t^2 zeta), zeta a unit tangent vector: first order only",
+  c.controls = {{"tangential-curvature",
+                 "polar(R(W, t xi) + t^2 zeta), zeta a unit tangent vector: first order only" +
+                     for_float32(impl, "the slope read at t = 2^-3 .. 2^-6, above 30 units of rounding"),
                  bind(SecondOrderMutant::kTangentialCurvature)}};
   return c;
 }
