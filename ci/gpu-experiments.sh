@@ -11,11 +11,12 @@
 #   1. build `stiefel` without the certificate suite (the shortest path to training);
 #   2. the estimate: 200 epochs of the five-seed B2 and A2 batches side by side, timed, and the
 #      20 000-epoch time it predicts;
-#   3. the experiments, in the order of the ledger rows they decide, each started only where the
+#   3. two identical 200-epoch B2 runs with --deterministic, compared record against record;
+#   4. the experiments (with --deterministic), in the order of the ledger rows they decide, each started only where the
 #      estimate says it ends inside the budget: grok-5seed (4 arms x 5 seeds, one process per arm,
 #      `--batch-seeds 5`), grok-5seed-power, then table5, grok-weight-decay and grok-riemann-lr,
 #      then table4;
-#   4. meanwhile, at low priority, a second build with the certificate suite, and
+#   5. meanwhile, at low priority, a second build with the certificate suite, and
 #      `stiefel certify --group all` for the `-trainer-cuda` and `-trainer-cuda-f32` claims.
 # RESULTS_DIR receives gpu-log.txt, grok-results.tar.gz (every run record and log, no checkpoints),
 # certificate-cuda.json and certify.log, and build.log where a build failed. Runs unfinished at the
@@ -98,6 +99,31 @@ full=$(python3 -c "print(int($per_epoch * 20000))")
 echo "estimate: $(python3 -c "print(f'{$t1 - $t0:.1f}')") s for $estimate_epochs epochs of two 5-seed batches side by side," \
      "$(python3 -c "print(f'{1000 * $per_epoch:.1f}')") ms per epoch in the last window: 20 000 epochs ≈ $full s"
 
+# Determinism: one B2 seed, 200 epochs, trained twice with --deterministic (deterministic algorithms,
+# CUBLAS_WORKSPACE_CONFIG=:4096:8, deterministic cuDNN); the records must be identical, or the first
+# differing field is named (and an operation without a deterministic CUDA kernel names itself in
+# the run's error). The experiments below run with --deterministic unless STIEFEL_GPU_DETERMINISTIC=0.
+for copy in a b; do
+  timeout -k 5 120 "$bin" train --task grok --arm b2 --seed 0 --epochs "$estimate_epochs" --eval-every 50 --quiet \
+    --device "$device" --deterministic --out "$work/determinism-$copy" > "$work/determinism-$copy.log" 2>&1 ||
+    { echo "determinism run $copy failed:"; tail -5 "$work/determinism-$copy.log"; }
+done
+python3 - "$work/determinism-a/run.json" "$work/determinism-b/run.json" <<'PY'
+import json, sys
+try:
+    a, b = (json.load(open(p)) for p in sys.argv[1:])
+except (OSError, ValueError) as e:
+    sys.exit(print(f"determinism: no record to compare ({e})"))
+for x, y in zip(a.get("epochs", []), b.get("epochs", [])):
+    for k in x:
+        if k not in ("seconds", "stage_seconds") and x[k] != y.get(k):
+            sys.exit(print(f"determinism: the two runs differ first at epoch {x['epoch']}, {k}: {x[k]!r} vs {y.get(k)!r}"))
+print(f"determinism: identical records over {len(a.get('epochs', []))} evaluations "
+      f"({a.get('compute', {}).get('deterministic')})")
+PY
+deterministic=()
+[ "${STIEFEL_GPU_DETERMINISTIC:-1}" = 0 ] || deterministic=(--deterministic)
+
 # The experiments, each started where its runs are predicted to end inside the budget.
 pids=()
 launch() {  # launch FACTOR NAME [OPTIONS...]: start NAME if FACTOR x the 20 000-epoch estimate fits
@@ -105,7 +131,7 @@ launch() {  # launch FACTOR NAME [OPTIONS...]: start NAME if FACTOR x the 20 000
   local left=$(( budget - $(elapsed) - 25 ))
   if python3 -c "import sys; sys.exit(0 if $factor * $full < $left else 1)"; then
     echo "start $name at $(elapsed) s ($left s left)"
-    timeout -k 10 "$left" "$bin" experiment "$name" --profile paper --device "$device" "$@" \
+    timeout -k 10 "$left" "$bin" experiment "$name" --profile paper --device "$device" "${deterministic[@]}" "$@" \
       --out "$work/results/$name-paper-cuda" > "$work/$name.log" 2>&1 &
     pids+=($!)
   else
@@ -126,5 +152,6 @@ for f in "$work"/*.log; do echo "== $f"; tail -4 "$f"; done
 ( cd "$work" && find results estimate -name run.json | sort | while read -r r; do
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); e=r['epochs']; print(sys.argv[1], 'epochs', e[-1]['epoch'] if e else 0)" "$r"
   done )
-tar -C "$work" --exclude=checkpoint.pt --exclude='*.lock' -czf "$results/grok-results.tar.gz" results estimate
+tar -C "$work" --exclude=checkpoint.pt --exclude='*.lock' -czf "$results/grok-results.tar.gz" results estimate \
+  determinism-a determinism-b
 echo "total: $(elapsed) s"

@@ -164,6 +164,8 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
                   "A,B,...: run only these arms' runs of the grid (the grid stays the whole definition's; "
                   "with --shard, the arms' runs of that shard)")
       ->delimiter(',');
+  cmd->add_flag("--deterministic", o->grid.deterministic,
+                "every run with train --deterministic (pinned with the grid: a resume must say it again)");
   cmd->add_option("--device", o->grid.device, "cpu | cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();

@@ -107,6 +107,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   add_optimiser_options(cmd, cfg.get());
   add_model_options(cmd, cfg.get());
   cmd->add_flag("--quiet", cfg->quiet, "no progress output");
+  cmd->add_flag("--deterministic", cfg->deterministic,
+                "LibTorch's deterministic algorithms; on CUDA also CUBLAS_WORKSPACE_CONFIG=:4096:8 (unless set) and "
+                "deterministic cuDNN without benchmarking (recorded in run.json's compute block)");
   auto batch = std::make_shared<std::vector<std::string>>();
   cmd->add_option("--batch-seed", *batch,
                   "SEED=DIR: train seed SEED into DIR as well, in this process, every step of all the runs through one "

@@ -36,6 +36,7 @@ Grid load_grid(const GridRequest& request) {
   for (auto r : g.experiment.runs) {
     if (!request.data.empty() && image) r.train["data"] = request.data;
     r.train["device"] = request.device;
+    if (request.deterministic) r.train["deterministic"] = true;
     g.runs.push_back(std::move(r));
   }
   return g;
@@ -81,6 +82,12 @@ void check_pinned(const Grid& g, bool any_data) {
       (!any_data && (old.is_object() && old.contains("data") ? old["data"] : json("")) != json(g.request.data)))
     throw std::invalid_argument("--out " + g.request.out + ": holds a different grid or --data (" + text("experiment") +
                                 ", profile " + text("profile") + "); use another folder");
+  // Deterministic algorithms are a setting of every run: a grid keeps what it was pinned with.
+  const bool pinned_deterministic = old.is_object() && old.value("deterministic", false) == true;
+  if (pinned_deterministic != g.request.deterministic)
+    throw std::invalid_argument("--out " + g.request.out + ": the grid was pinned " +
+                                (pinned_deterministic ? "with" : "without") + " --deterministic; run it " +
+                                (pinned_deterministic ? "with" : "without") + " it, or use another folder");
   // Slurm array tasks find their runs by position in the grid: a grid submitted there cannot grow.
   if (old_grid != grid && fs::exists(g.out / "slurm"))
     throw std::invalid_argument("--out " + g.request.out + ": the definition has gained runs, but this grid was " +
@@ -93,13 +100,14 @@ void pin_grid(const Grid& g) {
   // The same grid stays as it was pinned; a grown one is pinned afresh (its runs so far unchanged).
   if (fs::exists(meta_path) && reports::read_json_file(meta_path.string()).value("grid", json()) == pinned_grid(g))
     return;
-  const json meta = {{"experiment", g.experiment.name},
-                     {"profile", g.experiment.profile},
-                     {"source", g.source},
-                     {"definition", g.experiment.definition},
-                     {"grid", pinned_grid(g)},
-                     {"data", g.request.data},
-                     {"device", g.request.device}};
+  json meta = {{"experiment", g.experiment.name},
+               {"profile", g.experiment.profile},
+               {"source", g.source},
+               {"definition", g.experiment.definition},
+               {"grid", pinned_grid(g)},
+               {"data", g.request.data},
+               {"device", g.request.device}};
+  if (g.request.deterministic) meta["deterministic"] = true;  // absent: as every grid before the option
   io::write_file_atomically(meta_path, meta.dump(2) + "\n");
 }
 

@@ -260,6 +260,7 @@ SlurmPlan plan_slurm(const Grid& g, const SlurmOptions& o, const std::map<std::s
                                    std::to_string(o.jobs)};
   if (o.batch_seeds > 1) task.insert(task.end(), {"--batch-seeds", std::to_string(o.batch_seeds)});
   if (!g.request.data.empty()) task.insert(task.end(), {"--data", g.request.data});
+  if (g.request.deterministic) task.push_back("--deterministic");
   const std::string head = script_head(g, o, p);
   p.array_script = array_script(g, o, p, head, task);
   p.report_script = report_script(

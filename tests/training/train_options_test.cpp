@@ -31,6 +31,12 @@ TEST(TrainOptions, TheSchemaDefaultsAreTheTrainersDefaults) {
   small.modulus = 23;
   EXPECT_EQ(run_options(small)["modulus"], 23);
   options["modulus"] = TrainConfig{}.modulus;
+  // Deterministic algorithms likewise, only where asked.
+  EXPECT_FALSE(options.contains("deterministic"));
+  TrainConfig deterministic;
+  deterministic.deterministic = true;
+  EXPECT_EQ(run_options(deterministic)["deterministic"], true);
+  options["deterministic"] = TrainConfig{}.deterministic;
   for (const auto& [key, spec] : train_properties().items()) {
     if (key == "data") continue;  // no default: the task's data set
     ASSERT_TRUE(spec.contains("default")) << key;

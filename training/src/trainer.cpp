@@ -334,8 +334,10 @@ nlohmann::json run_options(const TrainConfig& c) {
     o["codebook_beta"] = c.codebook_beta;
     o["codebook_k"] = c.codebook_k;
   }
-  // The modulus only where it is not §4.3's 97, for the same reason.
+  // The modulus only where it is not §4.3's 97, and deterministic algorithms only where asked, for the
+  // same reason.
   if (c.modulus != TrainConfig{}.modulus) o["modulus"] = c.modulus;
+  if (c.deterministic) o["deterministic"] = true;
   return o;
 }
 
@@ -483,6 +485,20 @@ nlohmann::json select_compute(const TrainConfig& c) {
   }
   use_small_bmm_kernel(pinned);
   compute["mode"] = c.compute;
+  // Deterministic algorithms: an operation without one throws, naming itself. cuBLAS reads its
+  // workspace setting when it starts, before this run's first GEMM.
+  at::globalContext().setDeterministicAlgorithms(c.deterministic, /*warn_only=*/false);
+  if (c.deterministic) {
+    if (c.device == "cuda") {
+      ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+      at::globalContext().setDeterministicCuDNN(true);
+      at::globalContext().setBenchmarkCuDNN(false);
+    }
+    const char* workspace = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+    compute["deterministic"] = {{"algorithms", true},
+                                {"cudnn", c.device == "cuda" ? "deterministic, no benchmarking" : "not used"},
+                                {"cublas_workspace_config", workspace ? nlohmann::json(workspace) : nlohmann::json()}};
+  }
   compute["attention_products"] = attention_route(c) == "packed" ? "one [Q|K|V] GEMM, small-attention kernel"
                                   : pinned                       ? "small-matrix kernel"
                                                                  : "torch::matmul";

@@ -19,6 +19,7 @@ struct GridRequest {
   std::string profile = "cpu";
   std::string data;  // image data: cifar10:DIR | fashion-mnist[:DIR]; empty: the default
   std::string device = "cpu";
+  bool deterministic = false;  // every run with --deterministic (pinned with the grid)
   std::string out;          // the results folder
   std::string definitions;  // the folder of definitions NAME is looked up in
 };
