@@ -276,7 +276,8 @@ std::string group_prefix(const json& t, const json& g) {
 }
 
 // kind "isometry": the isometry error against epoch; kind "grok": train and held-out accuracy against
-// epoch. One curve (mean over seeds) per arm.
+// epoch. One curve (mean over seeds) per arm; for grok, each seed's held-out accuracy too, a thin line
+// in the arm's colour with its sustained-grok epoch marked (a circle), where the arm has several.
 void draw_curves(Figure& f, const json& t, const std::string& kind) {
   f.head("epoch", kind == "isometry" ? "isometry error max_h |W^T W - I|_max (mean over seeds)" : "accuracy");
   if (kind == "isometry")
@@ -299,8 +300,26 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
       if (kind == "isometry") {
         f.series.push_back(dat + " using 1:4 with lines lw 2" + style.colour + f.titled(style.label));
       } else {  // held-out solid, train dashed, in the arm's colour
-        f.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour + f.titled(style.label + " held-out"));
+        const bool per_seed = kind == "grok" && a.contains("seed_curves");
+        f.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour +
+                           f.titled(style.label + (per_seed ? " held-out, mean" : " held-out")));
         f.series.push_back(dat + " using 1:2 with lines lw 1 dt 2" + style.colour + f.titled(style.label + " train"));
+        if (!per_seed) continue;
+        std::ostringstream lines, marks;
+        for (const auto& s : a.at("seed_curves")) {
+          const auto& ep = s.at("epoch");
+          for (std::size_t i = 0; i < ep.size(); ++i) {
+            lines << ep.at(i).get<double>() << " " << s.at("test_acc").at(i).get<double>() << "\n";
+            if (!s.at("sustained").is_null() && ep.at(i) == s.at("sustained"))
+              marks << ep.at(i).get<double>() << " " << s.at("test_acc").at(i).get<double>() << "\n";
+          }
+          lines << "\n";  // a blank line ends one seed's line
+        }
+        f.series.push_back(gnuplot_string(f.data_file(lines.str())) + " using 1:2 with lines lw 0.5" + style.colour +
+                           f.titled(style.label + " held-out, each seed"));
+        if (!marks.str().empty())
+          f.series.push_back(gnuplot_string(f.data_file(marks.str())) + " using 1:2 with points pt 6 ps 1.2" +
+                             style.colour + f.titled(style.label + " sustained grok, each seed"));
       }
     }
 }

@@ -657,6 +657,25 @@ void add_seed_spread(json& arm, const ArmRuns& a) {
                         {"widest", widest}};
 }
 
+// Each seed's held-out accuracy at its evaluated epochs and its sustained-grok epoch (null where it
+// never sustained): the transitions the mean curve averages away, drawn one line per seed.
+json seed_curves(const ArmRuns& a) {
+  json out = json::array();
+  for (std::size_t i = 0; i < a.runs.size(); ++i) {
+    json c = {{"seed", a.records[i]["seed"]},
+              {"sustained", a.records[i].value("sustained", json())},
+              {"epoch", json::array()},
+              {"test_acc", json::array()}};
+    for (const auto& e : a.runs[i]["epochs"])
+      if (e.contains("test_acc") && e["test_acc"].is_number()) {
+        c["epoch"].push_back(e["epoch"]);
+        c["test_acc"].push_back(e["test_acc"]);
+      }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 // Means over the completed seeds (and the sd of the accuracies), the worst isometry error and the
 // mean curve. Needs at least one completed seed.
 void add_arm_statistics(json& arm, const ArmRuns& a, int ddof, const std::string& analysis) {
@@ -685,6 +704,7 @@ void add_arm_statistics(json& arm, const ArmRuns& a, int ddof, const std::string
   if (analysis == "grok") {
     add_grok_statistics(arm, records);
     add_seed_spread(arm, a);
+    if (a.runs.size() > 1) arm["seed_curves"] = seed_curves(a);
   }
 }
 
