@@ -1,3 +1,4 @@
+#include <stiefel/training/provenance.h>
 #include <stiefel/training/seed_batch.h>
 #include <stiefel/training/trainer.h>
 
@@ -962,8 +963,23 @@ void Run::write_header() {
   }
   run_["compute"] = compute_;
   run_["dataset"] = data_.record;
-  run_["environment"] = {
-      {"torch", TORCH_VERSION}, {"cuda_available", torch::cuda::is_available()}, {"threads", torch::get_num_threads()}};
+  // The program that wrote the record, and the one before it where a resume changed it.
+  const nlohmann::json program = program_provenance();
+  if (start_epoch_ > 0 && run_.contains("environment") && run_["environment"].contains("program") &&
+      run_["environment"]["program"] != program) {
+    auto& earlier = run_["environment"]["earlier_programs"];
+    auto kept = earlier.is_array() ? earlier : nlohmann::json::array();
+    kept.push_back({{"until_epoch", start_epoch_}, {"program", run_["environment"]["program"]}});
+    earlier = kept;
+  }
+  const nlohmann::json earlier_programs =
+      run_.contains("environment") ? run_["environment"].value("earlier_programs", nlohmann::json()) : nlohmann::json();
+  run_["environment"] = {{"torch", TORCH_VERSION},
+                         {"cuda_available", torch::cuda::is_available()},
+                         {"threads", torch::get_num_threads()},
+                         {"program", program},
+                         {"cpu_model", cpu_model()}};
+  if (!earlier_programs.is_null()) run_["environment"]["earlier_programs"] = earlier_programs;
 }
 
 torch::Tensor Run::stacked_frames(bool grad) const {
