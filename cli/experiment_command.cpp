@@ -129,6 +129,8 @@ int run_experiment(const Options& o) {
               << " runs" << (o.shard.empty() ? "" : " of shard " + o.shard) << "\n";
   }
   runner::pin_grid(g);
+  if (const auto kernels = runner::pin_blas_kernels(g); !kernels.empty())
+    std::cerr << g.experiment.name << ": OpenBLAS kernels " << kernels << " (pinned with the grid)\n";
   for (const auto& from : o.reuse_from) {
     const auto n = runner::reuse_records(g, from, indices, std::cerr);  // this invocation's cells only
     std::cerr << g.experiment.name << ": " << n << " runs reused from " << from << "\n";
@@ -164,6 +166,9 @@ void add_experiment_command(CLI::App& app, int& exit_code) {
                   "A,B,...: run only these arms' runs of the grid (the grid stays the whole definition's; "
                   "with --shard, the arms' runs of that shard)")
       ->delimiter(',');
+  cmd->add_flag("--allow-kernel-change", o->grid.allow_kernel_change,
+                "run under OPENBLAS_CORETYPE's kernels where the grid pinned others (recorded; each resumed run "
+                "continues under them)");
   cmd->add_flag("--deterministic", o->grid.deterministic,
                 "every run with train --deterministic (pinned with the grid: a resume must say it again)");
   cmd->add_option("--device", o->grid.device, "cpu | cuda")

@@ -104,6 +104,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
                 "continue from OUT/checkpoint.pt (refused when OUT holds a run with other settings); a finished run is "
                 "returned as it is");
   cmd->add_flag("--overwrite", cfg->overwrite, "replace the run OUT holds (without it, a run in OUT is refused)");
+  cmd->add_flag("--allow-kernel-change", cfg->allow_kernel_change,
+                "with --resume: continue under other BLAS kernels than the record's (refused without it; the "
+                "record keeps what computed the earlier epochs)");
   add_optimiser_options(cmd, cfg.get());
   add_model_options(cmd, cfg.get());
   cmd->add_flag("--quiet", cfg->quiet, "no progress output");

@@ -1,5 +1,6 @@
 #include "stiefel/runner/grid.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -109,6 +110,76 @@ void pin_grid(const Grid& g) {
                {"device", g.request.device}};
   if (g.request.deterministic) meta["deterministic"] = true;  // absent: as every grid before the option
   io::write_file_atomically(meta_path, meta.dump(2) + "\n");
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  for (auto& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// This process's choice: OPENBLAS_CORETYPE where set, else OpenBLAS's own for the CPU.
+std::string machine_blas_kernels() {
+  if (const char* e = std::getenv("OPENBLAS_CORETYPE"); e && *e) return e;
+  // The BLAS LibTorch computes with (Debian's libblas.so.3 alternative), asked in this process as a
+  // training process would find it: OpenBLAS names its core.
+  using CoreName = char* (*)();
+  for (const char* lib : {"libblas.so.3", "libopenblas.so.0"})
+    if (void* handle = dlopen(lib, RTLD_LAZY | RTLD_LOCAL)) {
+      const auto f = reinterpret_cast<CoreName>(dlsym(handle, "openblas_get_corename"));
+      const char* name = f ? f() : nullptr;
+      const std::string core = name ? name : "";
+      dlclose(handle);
+      if (!core.empty()) return core;
+    }
+  return "";
+}
+
+// The kernels the grid's first record (in grid order) names, or "".
+std::string recorded_blas_kernels(const Grid& g) {
+  for (std::size_t k = 0; k < g.runs.size(); ++k) {
+    const auto path = g.run_dir(k) / "run.json";
+    if (!fs::is_regular_file(path)) continue;
+    try {
+      const auto r = reports::read_json_file(path.string());
+      if (r.contains("compute") && r["compute"].is_object() && r["compute"].contains("blas") &&
+          r["compute"]["blas"].is_object() && r["compute"]["blas"].contains("kernels") &&
+          r["compute"]["blas"]["kernels"].is_string())
+        return r["compute"]["blas"]["kernels"].get<std::string>();
+    } catch (const std::exception&) {  // a record that cannot be read pins nothing; its run says why
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string pin_blas_kernels(const Grid& g) {
+  const auto meta_path = g.out / "experiment.json";
+  json meta = fs::exists(meta_path) ? reports::read_json_file(meta_path.string()) : json::object();
+  std::string pinned = meta.is_object() ? meta.value("blas_kernel", std::string()) : std::string();
+  if (pinned.empty()) pinned = recorded_blas_kernels(g);
+  if (pinned.empty()) pinned = machine_blas_kernels();
+  if (pinned.empty()) return "";
+  const char* env = std::getenv("OPENBLAS_CORETYPE");
+  if (env && *env && lower(env) != lower(pinned)) {
+    if (!g.request.allow_kernel_change)
+      throw std::invalid_argument("--out " + g.request.out + ": its runs are computed with OpenBLAS's " + pinned +
+                                  " kernels, and OPENBLAS_CORETYPE=" + env +
+                                  " would give other bits: unset it or set it to " + pinned +
+                                  ", or add --allow-kernel-change (recorded in experiment.json and each run)");
+    auto earlier = meta.value("earlier_blas_kernels", json::array());
+    earlier.push_back(pinned);
+    meta["earlier_blas_kernels"] = earlier;
+    pinned = env;
+  }
+  ::setenv("OPENBLAS_CORETYPE", pinned.c_str(), 1);  // every child computes with them
+  if (meta.is_object() && !meta.empty() && meta.value("blas_kernel", std::string()) != pinned) {
+    meta["blas_kernel"] = pinned;
+    io::write_file_atomically(meta_path, meta.dump(2) + "\n");
+  }
+  return pinned;
 }
 
 Shard parse_shard(const std::string& text) {

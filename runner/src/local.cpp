@@ -123,6 +123,7 @@ int summarise(const Tally& t, const Grid& g, std::ostream& progress) {
 std::vector<std::string> run_arguments(const Grid& g, std::size_t k) {
   auto args = reports::train_arguments(g.runs[k]);
   args.insert(args.end(), {"--out", g.run_dir(k).string(), "--resume", "--quiet", "--threads", "1"});
+  if (g.request.allow_kernel_change) args.push_back("--allow-kernel-change");
   return args;
 }
 

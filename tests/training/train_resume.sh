@@ -62,8 +62,10 @@ set -e
 [ "$rc" -ne 0 ] && grep -q "records another run: attention products (small-matrix kernel → one \[Q|K|V\] GEMM" \
   "$work/err-route"
 echo "a resume across attention routes is refused"
-# A resume under other kernels (here: a record written under another BLAS core) continues and keeps
-# the compute of its earlier epochs; a resume under the same kernels adds nothing.
+# A resume under other BLAS kernels (here: a record written under another core) is refused, naming
+# both and how to rerun the record's; asked (--allow-kernel-change), it continues and keeps the
+# compute of its earlier epochs, the change marked as asked; a resume under the same kernels adds
+# nothing.
 cp -r "$work/other" "$work/other-kernels"
 python3 - "$work/other-kernels/run.json" <<'PY'
 import json, sys
@@ -71,7 +73,12 @@ r = json.load(open(sys.argv[1]))
 r["compute"]["blas"]["kernels"] = "AnotherCore"
 json.dump(r, open(sys.argv[1], "w"), indent=2)
 PY
-"$stiefel" "${args[@]}" --out "$work/other-kernels" --resume
+set +e
+"$stiefel" "${args[@]}" --out "$work/other-kernels" --resume 2> "$work/err-kernels"; rc=$?
+set -e
+[ "$rc" -eq 2 ] && grep -q "was computed with OpenBLAS's AnotherCore kernels, this process has .*OPENBLAS_CORETYPE=AnotherCore" \
+  "$work/err-kernels" || { cat "$work/err-kernels"; echo "FAIL: a resume under other BLAS kernels was not refused"; exit 1; }
+"$stiefel" "${args[@]}" --out "$work/other-kernels" --resume --allow-kernel-change
 python3 - "$work/other-kernels/run.json" "$work/killed/run.json" <<'PY'
 import json, sys
 r, plain = (json.load(open(p)) for p in sys.argv[1:])
@@ -79,6 +86,7 @@ assert r["status"] == "completed", r["status"]
 (entry,) = r["earlier_compute"]
 assert entry["until_epoch"] == r["resumed_at_epochs"][0] > 0, entry
 assert entry["compute"]["blas"]["kernels"] == "AnotherCore", entry
+assert entry["kernel_change_allowed"] is True, entry
 assert r["compute"]["blas"].get("kernels") != "AnotherCore"
 assert "earlier_compute" not in plain, plain["earlier_compute"]
 print("a resume under other kernels records the earlier epochs' compute")
@@ -93,7 +101,7 @@ r["earlier_compute"] = [{"until_epoch": r["epochs"][-1]["epoch"], "compute": cop
 r["compute"]["blas"]["kernels"] = "AnotherCore"
 json.dump(r, open(sys.argv[1], "w"), indent=2)
 PY
-"$stiefel" "${args[@]}" --out "$work/other-back" --resume
+"$stiefel" "${args[@]}" --out "$work/other-back" --resume --allow-kernel-change
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['status']=='completed' and 'earlier_compute' not in r, r.get('earlier_compute'); print('a resume that computed no kept epoch leaves no earlier compute')" \
   "$work/other-back/run.json"
 

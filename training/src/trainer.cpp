@@ -470,6 +470,13 @@ std::string attention_route(const TrainConfig& c) {
   return c.task == "grok" && c.compute == "pinned" ? "packed" : "per-head";
 }
 
+// The BLAS kernels a compute record names (OpenBLAS's core), or "" where it names none.
+std::string blas_kernels(const nlohmann::json& compute) {
+  if (!compute.is_object() || !compute.contains("blas") || !compute["blas"].is_object()) return "";
+  const auto k = compute["blas"].value("kernels", nlohmann::json());
+  return k.is_string() ? k.get<std::string>() : "";
+}
+
 // Threads, BLAS and malloc for this process, recorded in run.json ("compute").
 nlohmann::json select_compute(const TrainConfig& c) {
   if (c.compute != "pinned" && c.compute != "environment")
@@ -936,6 +943,13 @@ void Run::write_header() {
     if (!differs.empty())
       throw std::invalid_argument("--resume: " + run_path_.string() + " records another run: " + differs +
                                   "; resume with the same options or use another --out");
+    // Other BLAS kernels give other bits from the resumed epoch on: the record would mix two kernels.
+    const std::string was = blas_kernels(stored_compute_record_), now = blas_kernels(compute_);
+    if (!was.empty() && !now.empty() && was != now && !c_.allow_kernel_change)
+      throw std::invalid_argument("--resume: " + run_path_.string() + " was computed with OpenBLAS's " + was +
+                                  " kernels, this process has " + now + " (other bits from here on): run with "
+                                  "OPENBLAS_CORETYPE=" + was + ", or add --allow-kernel-change to continue under " +
+                                  now + " (recorded in earlier_compute)");
   }
   if (arm_.codebook_beta) {
     run_["codebook"] = codebook_.record;
@@ -958,7 +972,10 @@ void Run::write_header() {
       for (const char* k : {"seed_batch", "malloc"}) c.erase(k);  // neither changes a result
       return c;
     };
-    if (numerics(before) != numerics(compute_)) earlier.push_back({{"until_epoch", start_epoch_}, {"compute", before}});
+    if (numerics(before) != numerics(compute_)) {
+      earlier.push_back({{"until_epoch", start_epoch_}, {"compute", before}});
+      if (blas_kernels(before) != blas_kernels(compute_)) earlier.back()["kernel_change_allowed"] = true;
+    }
     if (earlier.is_null() || earlier.empty()) run_.erase("earlier_compute");
   }
   run_["compute"] = compute_;

@@ -20,6 +20,7 @@ struct GridRequest {
   std::string data;  // image data: cifar10:DIR | fashion-mnist[:DIR]; empty: the default
   std::string device = "cpu";
   bool deterministic = false;  // every run with --deterministic (pinned with the grid)
+  bool allow_kernel_change = false;  // run under other BLAS kernels than the grid's pinned ones (recorded)
   std::string out;          // the results folder
   std::string definitions;  // the folder of definitions NAME is looked up in
 };
@@ -48,6 +49,14 @@ Grid load_grid(const GridRequest& request);
 void check_pinned(const Grid& grid, bool any_data = false);
 // check_pinned, then writes OUT/experiment.json when there is none or the grid has grown.
 void pin_grid(const Grid& grid);
+
+// The OpenBLAS kernels the grid's runs are computed with, pinned in OUT/experiment.json
+// ("blas_kernel"): as pinned, else those its first record names, else this machine's (its
+// OPENBLAS_CORETYPE, else OpenBLAS's choice for the CPU). Sets OPENBLAS_CORETYPE to them for every
+// child. An OPENBLAS_CORETYPE that names others is refused, naming both, unless
+// request.allow_kernel_change (then the new kernels are pinned and the old ones kept in
+// "earlier_blas_kernels"). Returns the kernels ("" where BLAS is not OpenBLAS: nothing pinned).
+std::string pin_blas_kernels(const Grid& grid);
 
 // --shard i/N: every N-th run of the grid, starting at the i-th (1-based).
 struct Shard {

@@ -44,6 +44,9 @@ struct TrainConfig {
   std::int64_t eval_every = 0;     // 0: every epoch (image), every 100 epochs (grok)
   bool quiet = false;
   bool overwrite = false;  // replace a run already in `out` (otherwise refused)
+  // --resume under other BLAS kernels than the record's (other bits from there on): refused unless
+  // asked, and then recorded in earlier_compute. Not a setting of the run (never in its options).
+  bool allow_kernel_change = false;
 };
 
 // The settings that define a run (everything but out, resume, quiet, overwrite), as given: stored in
