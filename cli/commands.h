@@ -84,6 +84,7 @@ int certify_checkpoint(const std::string& path, const std::string& out);
 
 // `stiefel train`: one training run (built with LibTorch only).
 void add_train_command(CLI::App& app, int& exit_code);
+void add_replicate_command(CLI::App& app, int& exit_code);
 
 // `stiefel experiment`: a paper experiment's grid of runs (built with LibTorch only).
 void add_experiment_command(CLI::App& app, int& exit_code);

@@ -11,6 +11,7 @@ void add_commands(CLI::App& app, int /*argc*/, char** /*argv*/, int& exit_code) 
   add_report_command(app, exit_code);
 #ifdef STIEFEL_WITH_TORCH
   add_train_command(app, exit_code);
+  add_replicate_command(app, exit_code);
   add_experiment_command(app, exit_code);
 #endif
 }

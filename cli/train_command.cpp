@@ -110,6 +110,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   add_optimiser_options(cmd, cfg.get());
   add_model_options(cmd, cfg.get());
   cmd->add_flag("--quiet", cfg->quiet, "no progress output");
+  cmd->add_option("--stop-after-epoch", cfg->stop_after_epoch,
+                  "stop after epoch E, the schedule still the whole run's (the record stays running; resumable)")
+      ->check(kPositive);
   cmd->add_flag("--deterministic", cfg->deterministic,
                 "LibTorch's deterministic algorithms; on CUDA also CUBLAS_WORKSPACE_CONFIG=:4096:8 (unless set) and "
                 "deterministic cuDNN without benchmarking (recorded in run.json's compute block)");

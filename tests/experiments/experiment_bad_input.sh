@@ -77,7 +77,7 @@ import json, re, sys
 keys = set(json.load(open(sys.argv[1]))["$defs"]["train"]["properties"])
 flags = {f[2:].replace("-", "_") for f in re.findall(r"--[a-z][a-z-]*", sys.argv[2])}
 cli_only = {"out", "resume", "overwrite", "quiet", "help", "threads", "device", "compute", "seed", "batch_seed",
-            "allow_kernel_change"}
+            "allow_kernel_change", "stop_after_epoch"}
 missing, extra = keys - flags, flags - keys - cli_only
 if missing or extra:
     print("FAIL: experiment.schema.json's train options and `stiefel train --help` differ:",

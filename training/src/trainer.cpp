@@ -1296,6 +1296,7 @@ void Run::close_epoch(std::int64_t epoch, const EpochSums& sums) {
 nlohmann::json Run::run_epochs() {
   start_clock();
   for (std::int64_t epoch = start_epoch_; epoch < c_.epochs; ++epoch) {
+    if (c_.stop_after_epoch > 0 && epoch >= c_.stop_after_epoch) break;  // the record stays "running"
     EpochSums sums;
     try {
       if (auto stopped = train_epoch(epoch, sums)) return *stopped;

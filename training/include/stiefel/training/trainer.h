@@ -47,6 +47,9 @@ struct TrainConfig {
   // --resume under other BLAS kernels than the record's (other bits from there on): refused unless
   // asked, and then recorded in earlier_compute. Not a setting of the run (never in its options).
   bool allow_kernel_change = false;
+  // Stop after this epoch (0: never), the schedule still the whole run's: the record keeps its first
+  // epochs as the whole run computes them (stiefel replicate). Not a setting of the run.
+  std::int64_t stop_after_epoch = 0;
 };
 
 // The settings that define a run (everything but out, resume, quiet, overwrite), as given: stored in
