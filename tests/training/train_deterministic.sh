@@ -22,18 +22,15 @@ rc=0
 "$stiefel" experiment grok-riemann-lr --profile smoke --arms lr-1 --jobs 1 --out "$work/grid" > "$work/grid.log" 2>&1 || rc=$?
 [ "$rc" -eq 2 ] && grep -q "the grid was pinned with --deterministic" "$work/grid.log" ||
   { cat "$work/grid.log"; echo "FAIL: a deterministic grid resumed without --deterministic (exit $rc)"; exit 1; }
-python3 - "$work" <<'PY'
+python3 - "$work" "$(dirname "$0")" <<'PY'
 import glob, json, sys
 work = sys.argv[1]
 [grid_run] = glob.glob(f"{work}/grid/runs/**/run.json", recursive=True)
 assert json.load(open(grid_run))["options"]["deterministic"] is True, grid_run
 assert json.load(open(f"{work}/grid/experiment.json"))["deterministic"] is True
-TIMINGS = {"seconds", "stage_seconds", "checkpoints"}
-def strip(x):
-    if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if k not in TIMINGS}
-    if isinstance(x, list): return [strip(v) for v in x]
-    return x
-def load(tag): return strip(json.load(open(f"{work}/{tag}/run.json")))
+sys.path.insert(0, sys.argv[2])
+import run_records  # noqa: E402
+def load(tag): return run_records.load(work, tag)
 a, b, plain = load("det-1"), load("det-2"), load("plain")
 assert a["options"]["deterministic"] is True, a["options"]
 assert a["compute"]["deterministic"] == {"algorithms": True, "cudnn": "not used", "cublas_workspace_config": None}, \

@@ -17,17 +17,12 @@ many=(env OPENBLAS_NUM_THREADS=4 OMP_NUM_THREADS=3 GOTO_NUM_THREADS=2)
 "${many[@]}" "$stiefel" "${image[@]}" --out "$work/image-many"
 "${one[@]}" "$stiefel" "${grok[@]}" --compute environment --out "$work/grok-ref-one"
 "${many[@]}" "$stiefel" "${grok[@]}" --compute environment --out "$work/grok-ref-many"
-python3 - "$work" <<'PY'
-import json, sys
+python3 - "$work" "$(dirname "$0")" <<'PY'
+import sys
 work = sys.argv[1]
-# Wall-clock timings, and the checkpoints' SHA-256 (LibTorch's archive layout is not a function of
-# the state alone: module names carry a process-wide counter), are not results.
-TIMINGS = {"seconds", "stage_seconds", "checkpoints"}
-def strip(x):
-    if isinstance(x, dict): return {k: strip(v) for k, v in x.items() if k not in TIMINGS}
-    if isinstance(x, list): return [strip(v) for v in x]
-    return x
-def load(tag): return strip(json.load(open(f"{work}/{tag}/run.json")))
+sys.path.insert(0, sys.argv[2])
+import run_records  # noqa: E402
+def load(tag): return run_records.load(work, tag)
 for task in ("grok", "image"):
     a, b = load(f"{task}-one"), load(f"{task}-many")
     assert a["status"] == b["status"] == "completed"
