@@ -475,8 +475,9 @@ json table_header(const AnalysedExperiment& a, int resamples, std::uint64_t boot
 // Over the whole grid: the runs completed, diverged and unfinished, and the data sets and devices the
 // completed ones ran on.
 struct GridTally {
-  std::set<std::string> datasets, devices;
+  std::set<std::string> datasets, devices, kernels;
   std::size_t completed = 0, diverged = 0, unfinished = 0;
+  std::size_t with_program = 0, without_kernels = 0;  // completed records that name their program; their BLAS core
   double run_seconds = 0;           // the completed runs' recorded wall time, summed
   json mismatched = json::array();  // {"run", "why"}: records that are not their cell's run, never tabulated
 };
@@ -580,6 +581,15 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
     tally.run_seconds += recorded_seconds(rec);
     tally.datasets.insert(dataset_name(rec));
     tally.devices.insert(rec["config"].value("device", "cpu"));
+    // Provenance: the program (records since it was recorded) and the BLAS core (since 7cf62df).
+    if (rec.contains("environment") && rec["environment"].is_object() && rec["environment"].contains("program"))
+      ++tally.with_program;
+    const json compute = rec.value("compute", json::object());
+    const json blas = compute.is_object() ? compute.value("blas", json()) : json();
+    if (blas.is_object() && blas.contains("kernels") && blas["kernels"].is_string())
+      tally.kernels.insert(blas["kernels"].get<std::string>());
+    else
+      ++tally.without_kernels;
     a.metric[run.seed] = s.metric;
     auto r = s.record;
     r["seed"] = run.seed;
@@ -872,6 +882,10 @@ json analyse_results(const std::string& dir, int resamples, std::uint64_t bootst
   table["runs_mismatched"] = tally.mismatched;
   table["datasets"] = tally.datasets;
   table["devices"] = tally.devices;
+  table["provenance"] = {{"records", tally.completed},
+                         {"naming_their_program", tally.with_program},
+                         {"blas_kernels", tally.kernels},
+                         {"without_blas_kernels", tally.without_kernels}};
   return table;
 }
 
@@ -922,6 +936,24 @@ bool any_arm_has(const json& t, const char* key) {
   for (const auto& g : t["groups"])
     for (const auto& a : g["arms"]) any = any || a.contains(key);
   return any;
+}
+
+// What the completed records say of the program and the kernels that made them. Records from before
+// provenance was recorded are kept as they are: the line says what they lack.
+void write_provenance_line(std::ostream& md, const json& t) {
+  if (!t.contains("provenance")) return;
+  const auto& p = t["provenance"];
+  const auto n = p["records"].get<std::size_t>(), named = p["naming_their_program"].get<std::size_t>();
+  if (n == 0) return;
+  md << "- Provenance: " << named << " of " << n << " completed records name the program that made them";
+  if (named < n)
+    md << " (the other " << n - named << " predate it: their commit is found from the repository's history, "
+       << "and `stiefel replicate` reruns them from their settings)";
+  const std::string kernels = comma_list(p["blas_kernels"]);
+  md << "; OpenBLAS kernels: " << (kernels.empty() ? "not named" : kernels);
+  if (const auto k = p["without_blas_kernels"].get<std::size_t>(); k > 0)
+    md << " (" << k << " record" << (k == 1 ? "" : "s") << " name none)";
+  md << ".\n";
 }
 
 void write_budget_line(std::ostream& md, const json& t) {
@@ -978,6 +1010,7 @@ void write_preamble(std::ostream& md, const json& t) {
   const std::string ds = comma_list(t["datasets"]), dev = comma_list(t["devices"]);
   md << "- Data: " << (ds.empty() ? "none completed" : ds) << "; device: " << (dev.empty() ? "-" : dev) << "\n";
   write_runs_line(md, t);
+  write_provenance_line(md, t);
   md << "- Statistics: mean ± sd (ddof " << t["std_ddof"].get<int>() << ") over seeds; differences paired within "
      << "seed against `" << t["baseline"].get<std::string>()
      << "`; paired t (Boost.Math); 95% percentile bootstrap CI, "
