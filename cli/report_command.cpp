@@ -1,7 +1,13 @@
 // `stiefel report RESULTS... --out DIR`: per results folder, the table as Markdown and JSON with the
 // paper's values and the figures; then the claims ledger DIR/CLAIMS.md and DIR/claims.json from every
 // table given and the certificate.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -79,6 +85,16 @@ int run_report(const Options& o) {
     io::check_output_path(fs::path(o.out) / name);
   for (const auto& [stem, _] : stems)
     for (const char* ext : {".md", ".json"}) io::check_output_path(fs::path(o.out) / (stem + ext));
+  // Two reports into one --out would leave a mix of both (one's tables, the other's figures): one at a
+  // time, by a lock on the folder itself (nothing is added to it), held until this one is written.
+  fs::create_directories(o.out);
+  const int lock = open(o.out.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock < 0) throw reports::ExperimentError("--out " + o.out + ": cannot be opened (" + std::strerror(errno) + ")");
+  const std::unique_ptr<const int, void (*)(const int*)> unlock(&lock, [](const int* fd) { close(*fd); });
+  if (flock(lock, LOCK_EX | LOCK_NB) != 0)
+    throw std::invalid_argument("--out " + o.out +
+                                ": another stiefel report is writing into it (it holds the folder's lock); run one "
+                                "at a time");
   for (auto& t : tables) {
     const std::string stem = t["stem"].get<std::string>();
     t.erase("stem");

@@ -13,6 +13,14 @@ dirs=()
 for d in "$work"/*/; do [ -f "$d/experiment.json" ] && dirs+=("$d"); done
 [ "${#dirs[@]}" -ge "$definitions" ] || { echo "FAIL: ${#dirs[@]} smoke results for $definitions definitions"; exit 1; }
 rm -rf "$work/../report"
+# A second report into a folder another one is writing is refused (the folder's lock, held here by
+# flock(1)), and writes nothing.
+mkdir -p "$work/../report"
+rc=0
+flock -n "$work/../report" "$stiefel" report "${dirs[@]}" --out "$work/../report" --resamples 100 --no-plots \
+  > "$work/../locked.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "another stiefel report is writing into it" "$work/../locked.log" &&
+  [ -z "$(ls -A "$work/../report")" ] || { cat "$work/../locked.log"; echo "FAIL: a locked --out (exit $rc)"; exit 1; }
 "$stiefel" report "${dirs[@]}" --out "$work/../report" "${certificates[@]}" --resamples 2000
 python3 - "$work/../report" "$claims" "$definitions" <<'PY'
 import json, os, sys
