@@ -81,6 +81,12 @@ int run_report(const Options& o) {
     tables.push_back(std::move(t));
   }
   const auto ledger = reports::build_ledger(claims, tables, certificate, o.claims);
+  // Every figure's script is made (an unknown plot kind, an x no axis can show) before any file is
+  // written; gnuplot then draws them.
+  if (!o.no_plots)
+    for (const auto& t : tables)
+      for (const auto& kind : t.value("plots", json::array()))
+        (void)reports::figure_script(t, kind.get<std::string>());
   for (const auto& name : {std::string("CLAIMS.md"), std::string("claims.json")})
     io::check_output_path(fs::path(o.out) / name);
   for (const auto& [stem, _] : stems)

@@ -361,6 +361,17 @@ void draw_sweep(Figure& f, const json& t, const std::string& kind) {
   const bool gap = kind == "gap_vs_n";
   f.head(gap ? "training images n" : "epsilon",
          gap ? "paired gap vs baseline (pp), 95% bootstrap CI" : "final test accuracy (%), mean +- sd");
+  // The x axis is logarithmic: an x <= 0 would stop gnuplot with an error no reader can act on.
+  for (const auto& g : t.at("groups")) {
+    if (gap && g.contains("x") && g.at("x").is_number() && !(g.at("x").get<double>() > 0))
+      throw ExperimentError("figure gap_vs_n: group " + g.at("id").get<std::string>() + " has x = " + g.at("x").dump() +
+                            " on a logarithmic axis (the definition's \"x\" must be > 0)");
+    if (!gap)
+      for (const auto& a : g.at("arms"))
+        if (a.contains("x") && a.at("x").is_number() && !(a.at("x").get<double>() > 0))
+          throw ExperimentError("figure eps: arm " + a.at("id").get<std::string>() + " has x = " + a.at("x").dump() +
+                                " on a logarithmic axis (the definition's \"x\" must be > 0)");
+  }
   f.gp << "set logscale x\n";
   if (!gap) f.gp << "set format x '10^{%L}'\nset xrange [3e-9:0.3]\n";
   const std::string dat = gnuplot_string(f.data_file(sweep_points(t, gap)));

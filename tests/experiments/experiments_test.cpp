@@ -1211,6 +1211,21 @@ TEST(Plots, ATableWithAMissingFieldOrAShortColumnIsAnError) {
   EXPECT_FALSE(figure_script(t, "paired").script.empty());
   t["groups"][0]["arms"][0]["vs_baseline"].erase("diff_mean");
   EXPECT_THROW(figure_script(t, "paired"), json::out_of_range);
+  // A sweep's x on its logarithmic axis must be > 0: refused by name, not as a gnuplot failure (N11).
+  t = table;
+  t["groups"][0]["x"] = 1000;
+  t["groups"][0]["arms"][0]["vs_baseline"] = {{"diff_mean", 1.0}, {"ci_low", 0.5}, {"ci_high", 1.5}};
+  EXPECT_FALSE(figure_script(t, "gap_vs_n").script.empty());
+  t["groups"][0]["x"] = 0;
+  try {
+    figure_script(t, "gap_vs_n");
+    ADD_FAILURE() << "gap_vs_n drew x = 0 on a logarithmic axis";
+  } catch (const ExperimentError& e) {
+    EXPECT_NE(std::string(e.what()).find("group g has x = 0 on a logarithmic axis"), std::string::npos) << e.what();
+  }
+  t = table;
+  t["groups"][0]["arms"][0]["x"] = -1e-8;
+  EXPECT_THROW(figure_script(t, "eps"), ExperimentError);
 }
 
 // Each arm has one colour and one label in every figure, from the arm registry; the legend sits
