@@ -91,8 +91,7 @@ int run_train(const std::vector<std::string>& args, const std::string& kernels, 
     _exit(127);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -100,7 +99,7 @@ int run_train(const std::vector<std::string>& args, const std::string& kernels, 
 std::string first_difference(const json& original, const json& rerun, std::int64_t last_epoch, int& compared) {
   const auto epochs_of = [](const json& record) {
     return record.is_object() && record.contains("epochs") && record["epochs"].is_array() ? record["epochs"]
-                                                                                           : json::array();
+                                                                                          : json::array();
   };
   const auto epoch_of = [](const json& e) {
     return e.is_object() && e.contains("epoch") && e["epoch"].is_number_integer() ? e["epoch"].get<std::int64_t>()
@@ -117,7 +116,8 @@ std::string first_difference(const json& original, const json& rerun, std::int64
     for (const auto& [k, v] : e.items()) {
       if (k == "seconds" || k == "stage_seconds") continue;  // wall-clock time, not a result
       const json w = it->second.contains(k) ? it->second[k] : json();
-      if (v != w) return "epoch " + std::to_string(epoch) + ", " + k + ": " + v.dump() + " (record) vs " + w.dump() + " (rerun)";
+      if (v != w)
+        return "epoch " + std::to_string(epoch) + ", " + k + ": " + v.dump() + " (record) vs " + w.dump() + " (rerun)";
     }
     ++compared;
   }
@@ -135,8 +135,8 @@ int replicate(const ReplicateOptions& o) {
     records.resize(std::size_t(o.sample));
     std::sort(records.begin(), records.end());
   }
-  const fs::path work = o.work.empty() ? fs::temp_directory_path() / ("stiefel-replicate-" + std::to_string(getpid()))
-                                       : fs::path(o.work);
+  const fs::path work =
+      o.work.empty() ? fs::temp_directory_path() / ("stiefel-replicate-" + std::to_string(getpid())) : fs::path(o.work);
   if (fs::exists(work) && !fs::is_empty(work)) throw std::invalid_argument("--work " + work.string() + ": not empty");
   fs::create_directories(work);
   int differing = 0, failed = 0;
@@ -156,13 +156,14 @@ int replicate(const ReplicateOptions& o) {
     std::cout << shown.string() << ": " << std::flush;
     const int rc = run_train(args, kernels, work / ("run-" + std::to_string(i) + ".log"));
     if (rc != 0 || !fs::exists(out / "run.json")) {
-      std::cout << "NOT RERUN (stiefel train exited " << rc << "; see " << (work / ("run-" + std::to_string(i) + ".log")).string()
-                << ")\n";
+      std::cout << "NOT RERUN (stiefel train exited " << rc << "; see "
+                << (work / ("run-" + std::to_string(i) + ".log")).string() << ")\n";
       ++failed;
       continue;
     }
     int compared = 0;
-    const std::string diff = first_difference(original, reports::read_json_file((out / "run.json").string()), o.epochs, compared);
+    const std::string diff =
+        first_difference(original, reports::read_json_file((out / "run.json").string()), o.epochs, compared);
     if (diff.empty()) {
       std::cout << "identical (" << compared << " recorded epochs" << (kernels.empty() ? "" : ", OpenBLAS " + kernels)
                 << ")\n";
@@ -193,8 +194,9 @@ void add_replicate_command(CLI::App& app, int& exit_code) {
                   "rerun and compare only the first E epochs (the schedule still the whole run's)")
       ->check(kPositive);
   cmd->add_option("--seed", o->seed, "the draw of --sample")->capture_default_str();
-  cmd->add_option("--data", o->data, "image data for the reruns (cifar10:DIR | fashion-mnist[:DIR]) in place of "
-                                     "the recorded path, where the records' folder is elsewhere");
+  cmd->add_option("--data", o->data,
+                  "image data for the reruns (cifar10:DIR | fashion-mnist[:DIR]) in place of "
+                  "the recorded path, where the records' folder is elsewhere");
   cmd->add_option("--work", o->work, "the folder for the reruns (empty or new; default a new one in /tmp)");
   cmd->callback([o, &exit_code] { run_command("replicate", exit_code, [&] { return replicate(*o); }); });
 }

@@ -85,8 +85,7 @@ int run_report(const Options& o) {
   // written; gnuplot then draws them.
   if (!o.no_plots)
     for (const auto& t : tables)
-      for (const auto& kind : t.value("plots", json::array()))
-        (void)reports::figure_script(t, kind.get<std::string>());
+      for (const auto& kind : t.value("plots", json::array())) (void)reports::figure_script(t, kind.get<std::string>());
   for (const auto& name : {std::string("CLAIMS.md"), std::string("claims.json")})
     io::check_output_path(fs::path(o.out) / name);
   for (const auto& [stem, _] : stems)

@@ -478,7 +478,7 @@ struct GridTally {
   std::set<std::string> datasets, devices, kernels;
   std::size_t completed = 0, diverged = 0, unfinished = 0;
   std::size_t with_program = 0, without_kernels = 0;  // completed records that name their program; their BLAS core
-  double run_seconds = 0;           // the completed runs' recorded wall time, summed
+  double run_seconds = 0;                             // the completed runs' recorded wall time, summed
   json mismatched = json::array();  // {"run", "why"}: records that are not their cell's run, never tabulated
 };
 

@@ -146,7 +146,7 @@ rc=$?
 f32() {  # f32 NAME: certify NAME with its config in float32
   "$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); c["dtype"]="float32"; json.dump(c, open(sys.argv[2], "w"))' \
     "$work/rules/$1.json" "$work/rules/$1.f32.json"
-  "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "$work/rules/$1.f32.json" --jobs 2 --cases 12 \
+  "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "$work/rules/$1.f32.json" --jobs 2 --cases 8 \
     --out "$work/$1.f32.cert.json" > "$work/$1.f32.log" 2>&1
   rc=$?
 }

@@ -947,9 +947,11 @@ void Run::write_header() {
     const std::string was = blas_kernels(stored_compute_record_), now = blas_kernels(compute_);
     if (!was.empty() && !now.empty() && was != now && !c_.allow_kernel_change)
       throw std::invalid_argument("--resume: " + run_path_.string() + " was computed with OpenBLAS's " + was +
-                                  " kernels, this process has " + now + " (other bits from here on): run with "
-                                  "OPENBLAS_CORETYPE=" + was + ", or add --allow-kernel-change to continue under " +
-                                  now + " (recorded in earlier_compute)");
+                                  " kernels, this process has " + now +
+                                  " (other bits from here on): run with "
+                                  "OPENBLAS_CORETYPE=" +
+                                  was + ", or add --allow-kernel-change to continue under " + now +
+                                  " (recorded in earlier_compute)");
   }
   if (arm_.codebook_beta) {
     run_["codebook"] = codebook_.record;

@@ -514,12 +514,13 @@ Claim scale_free_claim(const RuleImplementation& impl) {
     return same_in_both([impl, m](const Case& k) { return scale_free(impl, k, m); });
   };
   c.check = bind(ScaleMutant::kNone);
-  c.controls = {{"eps-at-gradient-scale",
-                 "eps at the largest gradient's norm in both runs, not scaled by c in the cG run (the eps = 0 "
-                 "statement read for eps > 0), rate max(min(lr, 1e-2), 2^20 u_io), below the cap (a binding cap "
-                 "undoes a per-frame denominator's scale)" +
-                     for_float32(impl, "rate up to min(1/4, tau sqrt(r)), eps at the first gradient's norm where c < 1"),
-                 bind(ScaleMutant::kEpsAtGradientScale)}};
+  c.controls = {
+      {"eps-at-gradient-scale",
+       "eps at the largest gradient's norm in both runs, not scaled by c in the cG run (the eps = 0 "
+       "statement read for eps > 0), rate max(min(lr, 1e-2), 2^20 u_io), below the cap (a binding cap "
+       "undoes a per-frame denominator's scale)" +
+           for_float32(impl, "rate up to min(1/4, tau sqrt(r)), eps at the first gradient's norm where c < 1"),
+       bind(ScaleMutant::kEpsAtGradientScale)}};
   return c;
 }
 
@@ -701,8 +702,9 @@ Claim decay_claim(const RuleImplementation& impl) {
       {"tangent-direction",
        "lambda Pi_W(B) (B Gaussian: a generic tangent direction) in place of lambda W, lambda at least 2^20 u_io "
        "times the gradients' scale (0.06 for float32 gradients; no change in float64)" +
-           for_float32(impl, "lambda at least 2^26 u_io times the gradients' scale; the case's lambda 10^[-4, -1] "
-                             "times the smallest gradient norm"),
+           for_float32(impl,
+                       "lambda at least 2^26 u_io times the gradients' scale; the case's lambda 10^[-4, -1] "
+                       "times the smallest gradient norm"),
        bind(DecayMutant::kTangentDirection)}};
   return c;
 }
@@ -787,8 +789,7 @@ CheckResult on_manifold(const RuleImplementation& impl, const Case& c, ManifoldM
       if (t < quarter) first = worse(first, iso[t]);
       if (t + quarter >= iso.size()) last = worse(last, iso[t]);
     }
-    const double unit =
-        impl.unit_roundoff * rounding_factor(impl, c, case_settings, own_decay(s)) / double(c.steps);
+    const double unit = impl.unit_roundoff * rounding_factor(impl, c, case_settings, own_decay(s)) / double(c.steps);
     // Growth: the last quarter's largest error over the first's (floored at the unit), fourfold
     // growth at the tolerance.
     const double growth = last / std::max(first, unit);
@@ -826,10 +827,11 @@ Claim on_manifold_claim(const RuleImplementation& impl) {
     return same_in_both([impl, m](const Case& k) { return on_manifold(impl, k, m); });
   };
   c.check = bind(ManifoldMutant::kNone);
-  c.controls = {{"chord-midpoints",
-                 "the isometry error of the chord midpoints (W_t + W_{t+1}) / 2 (a map that steps along chords), eps 0" +
-                     for_float32(impl, "steps of at least 1/2"),
-                 bind(ManifoldMutant::kChordMidpoint)}};
+  c.controls = {
+      {"chord-midpoints",
+       "the isometry error of the chord midpoints (W_t + W_{t+1}) / 2 (a map that steps along chords), eps 0" +
+           for_float32(impl, "steps of at least 1/2"),
+       bind(ManifoldMutant::kChordMidpoint)}};
   return c;
 }
 
@@ -1203,8 +1205,8 @@ CheckResult metric_check(const RuleImplementation& impl, const Case& c, MetricMu
       k = (k - k.transpose()).eval();
       m = (m - m.transpose()).eval();
       for (std::size_t h = 0; h < w.size(); ++h)
-        v[h] += control_size(impl, 1e-6, 17, 21) *
-                (a[h].cwiseProduct(k * b[h]).sum() + a[h].cwiseProduct(b[h] * m).sum());
+        v[h] +=
+            control_size(impl, 1e-6, 17, 21) * (a[h].cwiseProduct(k * b[h]).sum() + a[h].cwiseProduct(b[h] * m).sum());
     }
     return v;
   };

@@ -19,10 +19,10 @@ struct GridRequest {
   std::string profile = "cpu";
   std::string data;  // image data: cifar10:DIR | fashion-mnist[:DIR]; empty: the default
   std::string device = "cpu";
-  bool deterministic = false;  // every run with --deterministic (pinned with the grid)
+  bool deterministic = false;        // every run with --deterministic (pinned with the grid)
   bool allow_kernel_change = false;  // run under other BLAS kernels than the grid's pinned ones (recorded)
-  std::string out;          // the results folder
-  std::string definitions;  // the folder of definitions NAME is looked up in
+  std::string out;                   // the results folder
+  std::string definitions;           // the folder of definitions NAME is looked up in
 };
 
 struct Grid {

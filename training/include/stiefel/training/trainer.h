@@ -31,10 +31,10 @@ struct TrainConfig {
   std::int64_t warmup_epochs = 5;                                // image schedule: linear warm-up, then cosine to zero
   bool power_stabilisation = false;                              // grok: β2 = 0.98 and a 10-step warm-up
   bool deterministic = false;  // LibTorch's deterministic algorithms (CUDA: deterministic cuBLAS and cuDNN)
-  std::int64_t modulus = 97;                                     // grok: p of (a + b) mod p (§4.3: 97)
-  std::int64_t test_n = 0;  // image: evaluate on the first test_n test images (0: all)
-  std::int64_t val_n = 0;   // image: validation split, training images [n, n + val_n)
-  double init_scale = 1.0;  // §4.4 H3: the circuit's rank ≥ 2 weights start at this × default
+  std::int64_t modulus = 97;   // grok: p of (a + b) mod p (§4.3: 97)
+  std::int64_t test_n = 0;     // image: evaluate on the first test_n test images (0: all)
+  std::int64_t val_n = 0;      // image: validation split, training images [n, n + val_n)
+  double init_scale = 1.0;     // §4.4 H3: the circuit's rank ≥ 2 weights start at this × default
   std::int64_t layers = 2;
   std::string pooling = "mean", positional = "learned";
   std::int64_t pca_samples = 100000;
