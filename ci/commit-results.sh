@@ -87,6 +87,10 @@ git checkout-index -a --prefix="$tree/"
   --certificate reports/certificate.json --certificate reports/certificate-paper-size.json > /dev/null)
 tests/docs/prose_numbers.sh "$tree"
 tests/docs/reports_regenerate.sh "$stiefel" "$tree" "$snap/regenerated"
+# The findings quote the reports and list every one of them: a new report (a grid's first record) or a
+# moved figure must reach docs/findings.md before the commit, as CI would refuse it.
+python3 tests/docs/findings_numbers.py "$tree" > /dev/null ||
+  { echo "commit-results.sh: docs/findings.md no longer matches the regenerated reports (above); nothing committed" >&2; exit 1; }
 for made in "$snap/regenerated"/*; do
   name=$(basename -- "$made")
   cp -- "$tree/reports/$name" "reports/$name"
