@@ -90,6 +90,85 @@ TEST(Checkpoint, RoundTripRestoresTheRunBitForBit) {
   for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_TRUE(torch::equal(pa[i], pb[i])) << i;
 }
 
+// The AdamW moments are written by parameter name, in the optimiser's order (LibTorch's own save keys
+// them by memory address); a checkpoint written in LibTorch's layout, as every checkpoint before the
+// canonical one, still restores the run bit for bit.
+TEST(Checkpoint, AdamWMomentsAreKeyedByParameterNameAndTheOldLayoutStillRestores) {
+  TrainState a;
+  a.steps(3);
+  const std::string bytes = checkpoint::serialise(a.state(), 2, 3, kOptions);
+  {
+    torch::serialize::InputArchive archive, adam, moments;
+    std::istringstream in(bytes);
+    archive.load_from(in);
+    EXPECT_FALSE(archive.try_read(checkpoint::kAdamW, adam)) << "LibTorch's address-keyed layout is still written";
+    ASSERT_TRUE(archive.try_read(checkpoint::kAdamWByName, adam));
+    int named = 0;
+    for (const auto& item : a.model->named_parameters()) {
+      std::string key;
+      for (const char ch : item.key()) key += ch == '.' ? std::string("__") : std::string(1, ch);
+      named += adam.try_read(key, moments);
+    }
+    EXPECT_EQ(named, int(a.adamw->state().size())) << "not every moment is named by its parameter";
+  }
+
+  torch::serialize::OutputArchive old, model_archive, adam_archive, frame_archive;
+  a.model->save(model_archive);
+  a.adamw->save(adam_archive);
+  a.frame_opt->save(frame_archive);
+  old.write(checkpoint::kModel, model_archive);
+  old.write(checkpoint::kAdamW, adam_archive);
+  old.write(checkpoint::kFrames, frame_archive);
+  old.write(checkpoint::kEpoch, torch::tensor(std::int64_t(2)));
+  old.write(checkpoint::kGlobalStep, torch::tensor(std::int64_t(3)));
+  old.write(checkpoint::kOptions, c10::IValue(kOptions.dump()));
+  std::ostringstream old_bytes;
+  old.save_to(old_bytes);
+  std::vector<torch::Tensor> stepped;
+  for (const std::string& form : {bytes, old_bytes.str()}) {
+    TrainState b;
+    auto st = b.state();
+    ASSERT_EQ(checkpoint::restore(form, "ckpt.pt", kOptions, st), 2);
+    ASSERT_EQ(b.adamw->state().size(), a.adamw->state().size());
+    for (std::size_t g = 0; g < a.adamw->param_groups().size(); ++g)
+      for (std::size_t i = 0; i < a.adamw->param_groups()[g].params().size(); ++i) {
+        const auto& pa = a.adamw->param_groups()[g].params()[i];
+        const auto& pb = b.adamw->param_groups()[g].params()[i];
+        const auto& sa = static_cast<const torch::optim::AdamWParamState&>(
+            *a.adamw->state().at(optimizer_state_key(a.adamw->state(), pa)));
+        const auto& sb = static_cast<const torch::optim::AdamWParamState&>(
+            *b.adamw->state().at(optimizer_state_key(b.adamw->state(), pb)));
+        EXPECT_EQ(sa.step(), sb.step());
+        EXPECT_TRUE(torch::equal(sa.exp_avg(), sb.exp_avg())) << g << " " << i;
+        EXPECT_TRUE(torch::equal(sa.exp_avg_sq(), sb.exp_avg_sq())) << g << " " << i;
+      }
+    b.steps(1);
+    for (const auto& p : b.model->parameters()) stepped.push_back(p.detach().clone());
+  }
+  // Both restored runs take the next step as the original does.
+  a.steps(1);
+  const auto pa = a.model->parameters();
+  ASSERT_EQ(stepped.size(), 2 * pa.size());
+  for (std::size_t i = 0; i < stepped.size(); ++i) EXPECT_TRUE(torch::equal(pa[i % pa.size()], stepped[i])) << i;
+}
+
+// A canonical checkpoint whose AdamW hyper-parameters are not the run's is refused, as LibTorch's
+// layout is.
+TEST(Checkpoint, RefusesCanonicalAdamWStateOfOtherHyperParameters) {
+  TrainState a;
+  a.steps(1);
+  const std::string bytes = checkpoint::serialise(a.state(), 1, 1, kOptions);
+  TrainState b;
+  static_cast<torch::optim::AdamWOptions&>(b.adamw->param_groups()[0].options()).eps(1e-6);
+  auto st = b.state();
+  try {
+    checkpoint::restore(bytes, "ckpt.pt", kOptions, st);
+    ADD_FAILURE() << "other AdamW hyper-parameters were restored";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ckpt.pt: its AdamW hyper-parameters"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Checkpoint, RefusesOtherOptionsNamingEachSetting) {
   TrainState a;
   a.steps(1);

@@ -6,6 +6,17 @@ stiefel=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
 args=(train --task grok --arm b2 --seed 3 --epochs 24 --eval-every 2 --quiet)
 "$stiefel" "${args[@]}" --out "$work/straight"
+# Checkpoints are canonical: a second identical run writes the same checkpoint bytes (the AdamW
+# moments keyed by parameter name, not by memory address), and its record names the same hash.
+"$stiefel" "${args[@]}" --out "$work/straight-again"
+cmp "$work/straight/checkpoint.pt" "$work/straight-again/checkpoint.pt" ||
+  { echo "FAIL: two identical runs wrote different checkpoint bytes"; exit 1; }
+python3 - "$work/straight/run.json" "$work/straight-again/run.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p))["checkpoints"] for p in sys.argv[1:])
+assert a and a == b, (a, b)
+PY
+echo "identical runs write identical checkpoints"
 
 "$stiefel" "${args[@]}" --out "$work/killed" &
 pid=$!

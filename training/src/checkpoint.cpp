@@ -409,6 +409,103 @@ std::int64_t scalar_count(const torch::Tensor& t, const std::string& name, const
   return t.item<std::int64_t>();
 }
 
+// AdamW's state in a canonical form: LibTorch's own save keys each parameter's moments by its memory
+// address, so that two identical runs never write the same bytes. Here each parameter's moments are
+// a sub-archive named by the parameter's name in the model ('.' written as "__"), in the optimiser's
+// parameter order, and each group's hyper-parameters are tensors of a "groupG" sub-archive.
+std::string archive_name(const std::string& parameter) {
+  std::string out;
+  for (const char c : parameter) out += c == '.' ? std::string("__") : std::string(1, c);
+  return out;
+}
+
+std::map<const void*, std::string> parameter_names(Classifier& model) {
+  std::map<const void*, std::string> names;
+  for (const auto& item : model->named_parameters()) names.emplace(item.value().unsafeGetTensorImpl(), item.key());
+  return names;
+}
+
+torch::Tensor float64_tensor(std::initializer_list<double> values) {
+  return torch::tensor(std::vector<double>(values), torch::kFloat64);
+}
+
+void save_adamw(torch::optim::AdamW& adamw, Classifier& model, torch::serialize::OutputArchive& out) {
+  const auto names = parameter_names(model);
+  std::int64_t g = 0;
+  for (auto& group : adamw.param_groups()) {
+    const auto& o = static_cast<const torch::optim::AdamWOptions&>(group.options());
+    torch::serialize::OutputArchive hyper;
+    hyper.write("lr", float64_tensor({o.lr()}));
+    hyper.write("betas", float64_tensor({std::get<0>(o.betas()), std::get<1>(o.betas())}));
+    hyper.write("eps", float64_tensor({o.eps()}));
+    hyper.write("weight_decay", float64_tensor({o.weight_decay()}));
+    hyper.write("amsgrad", torch::tensor(std::int64_t(o.amsgrad())));
+    out.write("group" + std::to_string(g++), hyper);
+    for (auto& p : group.params()) {
+      const auto it = adamw.state().find(optimizer_state_key(adamw.state(), p));
+      if (it == adamw.state().end()) continue;
+      const auto name = names.find(p.unsafeGetTensorImpl());
+      if (name == names.end()) throw std::logic_error("checkpoint: an AdamW parameter is not a parameter of the model");
+      const auto& st = static_cast<const torch::optim::AdamWParamState&>(*it->second);
+      torch::serialize::OutputArchive moments;
+      moments.write("step", torch::tensor(st.step()));
+      moments.write("exp_avg", st.exp_avg());
+      moments.write("exp_avg_sq", st.exp_avg_sq());
+      if (st.max_exp_avg_sq().defined()) moments.write("max_exp_avg_sq", st.max_exp_avg_sq());
+      out.write(archive_name(name->second), moments);
+    }
+  }
+}
+
+void load_adamw(torch::optim::AdamW& adamw, Classifier& model, torch::serialize::InputArchive& in,
+                const std::string& name) {
+  const auto names = parameter_names(model);
+  std::int64_t g = 0;
+  for (auto& group : adamw.param_groups()) {
+    auto& o = static_cast<torch::optim::AdamWOptions&>(group.options());
+    torch::serialize::InputArchive hyper;
+    in.read("group" + std::to_string(g++), hyper);
+    torch::Tensor lr, betas, eps, weight_decay, amsgrad;
+    hyper.read("lr", lr);
+    hyper.read("betas", betas);
+    hyper.read("eps", eps);
+    hyper.read("weight_decay", weight_decay);
+    hyper.read("amsgrad", amsgrad);
+    const auto one = [&](const torch::Tensor& t, std::int64_t n) {
+      if (t.numel() != n || t.scalar_type() != torch::kFloat64)
+        throw Refusal(name + ": an AdamW hyper-parameter is not a float64 tensor of " + std::to_string(n) +
+                      " value(s)");
+    };
+    one(lr, 1);
+    one(betas, 2);
+    one(eps, 1);
+    one(weight_decay, 1);
+    const AdamHyper stored{{betas[0].item<double>(), betas[1].item<double>()},
+                           eps.item<double>(),
+                           weight_decay.item<double>(),
+                           scalar_count(amsgrad, name, "amsgrad") != 0};
+    if (stored != AdamHyper{o.betas(), o.eps(), o.weight_decay(), o.amsgrad()})
+      throw Refusal(name + ": its AdamW hyper-parameters (betas, eps, weight decay, amsgrad) are not this run's");
+    o.lr(lr.item<double>());
+    for (auto& p : group.params()) {
+      const auto key = names.find(p.unsafeGetTensorImpl());
+      if (key == names.end()) throw std::logic_error("checkpoint: an AdamW parameter is not a parameter of the model");
+      torch::serialize::InputArchive moments;
+      if (!in.try_read(archive_name(key->second), moments)) continue;
+      torch::Tensor step, exp_avg, exp_avg_sq, max_exp_avg_sq;
+      moments.read("step", step);
+      moments.read("exp_avg", exp_avg);
+      moments.read("exp_avg_sq", exp_avg_sq);
+      auto st = std::make_unique<torch::optim::AdamWParamState>();
+      st->step(scalar_count(step, name, "AdamW step"));
+      st->exp_avg(exp_avg);
+      st->exp_avg_sq(exp_avg_sq);
+      if (moments.try_read("max_exp_avg_sq", max_exp_avg_sq)) st->max_exp_avg_sq(max_exp_avg_sq);
+      adamw.state()[optimizer_state_key(adamw.state(), p)] = std::move(st);
+    }
+  }
+}
+
 }  // namespace
 
 void check_archive(const std::string& bytes, const std::string& name) { check_archive_bounds(bytes, name); }
@@ -439,9 +536,9 @@ std::string differing_settings(const nlohmann::json& stored, const nlohmann::jso
 std::string serialise(const State& state, std::int64_t epoch, std::int64_t global_step, const nlohmann::json& options) {
   torch::serialize::OutputArchive archive, model_archive, adam_archive, frame_archive;
   (*state.model)->save(model_archive);
-  state.adamw->save(adam_archive);
+  save_adamw(*state.adamw, *state.model, adam_archive);
   archive.write(kModel, model_archive);
-  archive.write(kAdamW, adam_archive);
+  archive.write(kAdamWByName, adam_archive);
   if (state.frames) {
     state.frames->save(frame_archive);
     archive.write(kFrames, frame_archive);
@@ -477,9 +574,13 @@ std::int64_t restore(const std::string& bytes, const std::string& name, const nl
     archive.read(kModel, model_archive);
     Pending model_tensors;
     read_module(**state.model, model_archive, "", name, model_tensors);
-    archive.read(kAdamW, adam_archive);
     const auto hyper = adamw_hyper(*state.adamw);
-    state.adamw->load(adam_archive);
+    if (archive.try_read(kAdamWByName, adam_archive)) {
+      load_adamw(*state.adamw, *state.model, adam_archive, name);
+    } else {  // a checkpoint written before the canonical form: LibTorch's own layout
+      archive.read(kAdamW, adam_archive);
+      state.adamw->load(adam_archive);
+    }
     check_adamw(hyper, *state.adamw, name);
     if (state.frames) {
       archive.read(kFrames, frame_archive);

@@ -61,6 +61,26 @@ Frames<S> drifting_gradients(Rng& rng, Frames<S>& direction, const Case& c, int 
   return g;
 }
 
+// The gradients of the float32 isometry runs, which follow the frames as a loss's gradients do:
+// drifting_gradients plus -U_h U_h^T W_h, the gradient of the loss -||U_h^T W_h||^2 / 2 that pulls
+// each frame towards a fixed k-dimensional subspace (U_h a d x k Gaussian scaled by d^(-1/4), so that
+// the pull's entries are of the noise's order at every frame).
+inline constexpr int kPullRank = 8;
+template <class S>
+Frames<S> pull_subspaces(Rng& rng, const Case& c) {
+  const S scale(1.0 / std::pow(double(c.d), 0.25));
+  Frames<S> u;
+  for (int h = 0; h < c.heads; ++h) u.push_back(scale * gaussian_matrix<S>(rng, c.d, kPullRank));
+  return u;
+}
+template <class S>
+Frames<S> frame_dependent_gradients(Rng& rng, Frames<S>& direction, const Frames<S>& pull, const Frames<S>& w,
+                                    const Case& c, int t) {
+  Frames<S> g = drifting_gradients<S>(rng, direction, c, t);
+  for (std::size_t h = 0; h < g.size(); ++h) g[h] -= pull[h] * (pull[h].transpose() * w[h]);
+  return g;
+}
+
 // B2 at the case's rate and ε, polar retraction by the Gram route.
 template <class S>
 RiemannianAdamHyper<S> sequence_hyper(const Case& c) {

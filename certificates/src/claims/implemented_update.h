@@ -607,13 +607,12 @@ CheckResult check_becigneul_ganea_moment(const Case& c, FactorMomentMutant mutan
 // epoch", a float32 figure. B2 in float32 at the paper's two shapes: the image task (d = 128, r = 16,
 // H = 8, eta_R = 1 with warm-up and cosine, eps = 1e-8, 1 600 steps: 40 epochs of n = 10k in batches of
 // 256) and the grokking task (d = 128, r = 32, H = 4, eta_R = 1 constant, eps = 1e-3; all of its
-// 20 000 full-batch steps), correlated Gaussian gradients (one direction for the whole run), polar
-// factor by thin SVD (§3.2). The result is the running maximum over every step and head. With one
-// direction the cap binds in few steps (steps_capped: none of the image task's, 13 of the grokking
-// task's); drifting_gradients, under which it binds in a quarter to a half of the steps, takes the
-// Gram-route control to 4.4 times the bound, inside its margin of 5, so these runs keep the fixed
-// direction and say how often the cap bound. The run is float32 by definition: it is computed once per mutant
-// and both precision slots report it.
+// 20 000 full-batch steps), polar factor by thin SVD (§3.2). The gradients follow the frames
+// (frame_dependent_gradients: a direction redrawn every 25 steps, noise, and a loss's pull on the
+// frame), so that the cap binds in a share of the steps as in training (steps_capped in the detail;
+// a run in which it never binds fails the claim). The result is the running maximum over every step
+// and head. The run is float32 by definition: it is computed once per mutant and both precision slots
+// report it.
 struct PaperIsometryShape {
   const char* task;
   int r, heads, steps, schedule;
@@ -623,12 +622,16 @@ inline constexpr PaperIsometryShape kPaperIsometryShapes[] = {{"image", 16, 8, 1
                                                               {"grokking", 32, 4, 20000, 0, 1e-3f}};
 inline constexpr double kPaperIsometryBound = 2.1e-5;
 
-// The rule, or one of its two controls, on the shapes' gradient sequences (the gradients do not
-// depend on the frames: every run sees the same draws). The rule runs every step; a control stops
+// The rule, or one of its two controls, on the shapes' gradient draws (the same random draws for
+// each; the gradients then follow each one's own frames). The rule runs every step; a control stops
 // once its running maximum is past the control's margin (kPaperIsometryControlMargin times the
 // bound): a running maximum never falls, so the rest of the run cannot save it. Each is run on its
 // own, so that a control swapped into the pipeline costs its own steps only.
-inline constexpr double kPaperIsometryControlMargin = 5;
+// The margin, derived in this regime: the rule's running maximum is 0.522-0.545 of the bound over five
+// seeds of these runs (20261202 and 1-4), so a control 3 times past the bound is 5.5 times past what
+// the rule itself reaches; the Gram route reaches 4.40-4.80 times the bound on the same seeds, the
+// second-order polar factor 448-453 times.
+inline constexpr double kPaperIsometryControlMargin = 3;
 
 inline CheckResult paper_isometry_float32_run(PaperIsometryMutant mutant) {
   CheckResult r;
@@ -644,8 +647,8 @@ inline CheckResult paper_isometry_float32_run(PaperIsometryMutant mutant) {
     c.seed = 20261202;
     Rng rng(c.seed);
     const Frames<float> w0 = random_frames<float>(rng, {c.d, c.r}, c.heads);
-    Frames<float> persistent;
-    for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<float>(rng, c.d, c.r));
+    const Frames<float> pull = pull_subspaces<float>(rng, c);
+    Frames<float> direction;
     RiemannianAdamHyper<float> hyper = b2_hyper<float>(1.0f, shape.eps);
     hyper.retraction = mutant == PaperIsometryMutant::kGramRoute ? Retraction::kPolarGram : Retraction::kPolarSvd;
     Frames<float> w = w0;
@@ -656,7 +659,7 @@ inline CheckResult paper_isometry_float32_run(PaperIsometryMutant mutant) {
       return mutant == PaperIsometryMutant::kNone || worst < kPaperIsometryControlMargin * kPaperIsometryBound;
     };
     for (int t = 0; t < c.steps && running(); ++t) {
-      const Frames<float> g = sequence_gradients<float>(rng, persistent, c, t, 1.0);
+      const Frames<float> g = frame_dependent_gradients<float>(rng, direction, pull, w, c, t);
       hyper.lr = float(schedule_factor(shape.schedule, t, c.steps));
       auto dir = riemannian_adam_direction<float>(w, g, state, hyper);
       capped_steps += std::any_of(dir.report.capped.begin(), dir.report.capped.end(), [](bool b) { return b; });
@@ -677,12 +680,19 @@ inline CheckResult paper_isometry_float32_run(PaperIsometryMutant mutant) {
         }
       }
     }
-    const double ratio = double(worst) / kPaperIsometryBound;
+    double ratio = double(worst) / kPaperIsometryBound;
     r.detail[shape.task] = {{"isometry_running_max", worst},
                             {"at_step", worst_step},
                             {"steps", c.steps},
                             {"steps_run", steps_run},
-                            {"steps_capped", capped_steps}};
+                            {"steps_capped", capped_steps},
+                            {"cap_binding_share", double(capped_steps) / double(std::max(steps_run, 1))}};
+    // The claim is about the regime where the cap binds: a run of the rule where it never does
+    // decides nothing, and fails the claim (a control is judged by its isometry alone).
+    if (mutant == PaperIsometryMutant::kNone && capped_steps == 0) {
+      ratio = std::numeric_limits<double>::infinity();
+      r.detail[shape.task]["error"] = "the cap binds in no step of this run";
+    }
     if (!(ratio <= r.ratio)) {
       r.ratio = ratio;
       r.residual = worst;

@@ -25,7 +25,8 @@
 namespace stiefel::training::checkpoint {
 
 inline constexpr const char* kModel = "model";
-inline constexpr const char* kAdamW = "adamw";
+inline constexpr const char* kAdamW = "adamw";                // LibTorch's own layout (address-keyed): read only
+inline constexpr const char* kAdamWByName = "adamw_by_name";  // the canonical layout written
 inline constexpr const char* kFrames = "frames";
 inline constexpr const char* kEpoch = "epoch";
 inline constexpr const char* kGlobalStep = "global_step";
