@@ -310,7 +310,7 @@ def main():
     h = hashlib.sha256()
     for f in sorted(files):
         f = f.decode()
-        if f.startswith(("core/", "certificates/", "properties/", "cli/", "training/")) and \
+        if f.startswith(("core/", "rules/", "arms/", "certificates/", "properties/", "cli/", "training/")) and \
                 os.path.isfile(os.path.join(src, f)):
             h.update(f.encode() + b"\0" + open(os.path.join(src, f), "rb").read())
     digest = h.hexdigest()

@@ -61,11 +61,12 @@ TEST(RuleClaims, TheTrainersFrameStepMeetsEveryUpdateClaim) {
 }
 
 // The trainer as it trains: float32 parameters and gradients, float64 master frames and moments.
-// Coupled decay is not formed in float32 (rule_claims.cpp), so four claims run.
+// Coupled decay runs at lambda below the smallest gradient there (rule_claims_invariance.cpp): five
+// claims run (agreement, scale-free, equivariance, decay, frozen).
 TEST(RuleClaims, TheTrainersFloat32PathMeetsItsUpdateClaims) {
   ASSERT_TRUE(registered);
   const auto cert = certify("^rule-.*-trainer-f32$");
-  ASSERT_EQ(cert["claims"].size(), 4u);
+  ASSERT_EQ(cert["claims"].size(), 5u);
   for (const auto& c : cert["claims"]) {
     SCOPED_TRACE(c["id"].get<std::string>());
     EXPECT_TRUE(c["meets_expectation"].get<bool>()) << c.dump(1).substr(0, 2000);

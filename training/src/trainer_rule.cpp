@@ -38,7 +38,7 @@ class TrainerRule final : public rules::UpdateRule {
     return tensor_to_frames(param_);
   }
 
-  // As the trainer's schedule sets it (trainer.cpp): through the parameter group's options.
+  // As the trainer's schedule sets it (epoch_loop.cpp): through the parameter group's options.
   void set_rate(double lr) override { optimizer_->param_groups().front().options().set_lr(lr); }
 
  private:

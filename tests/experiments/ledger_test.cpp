@@ -1,0 +1,372 @@
+// The claims ledger's verdicts: each rule on hand-made tables, budgets that decide nothing, the
+// theory rows that follow the certificate, and malformed claims refused.
+#include "experiments_support.h"
+
+using namespace stiefel_experiments_test;
+
+// §4.7's flatness criterion has two halves, |Δ| < 0.2 pp and p > 0.5: a small difference the paired
+// t-test tells apart (p ≤ 0.5) is not flat, and one of the same size with p > 0.5 is.
+TEST(Ledger, AFlatnessCriterionJudgesBothHalves) {
+  const json flat = {{"type", "within"}, {"value", 0.0}, {"tolerance", 0.2}, {"p_above", 0.5}};
+  auto with_p = [](json table, double p) {
+    table["groups"][0]["arms"][1]["vs_baseline"]["p"] = p;
+    return table;
+  };
+  EXPECT_EQ(verdict(flat, with_p(table_with(-0.1, 0.3, 1, 1), 0.94)), "confirmed");
+  EXPECT_EQ(verdict(flat, with_p(table_with(-0.1, 0.3, 1, 1), 0.48)), "refuted");
+  EXPECT_EQ(verdict(flat, with_p(table_with(0.2, 0.8, 1, 1), 0.94)), "refuted");
+  // Without a t statistic: the same difference on every seed, flat only where it is 0.
+  EXPECT_EQ(verdict(flat, table_with(0, 0, 1, 1)), "confirmed");
+  EXPECT_EQ(verdict(flat, table_with(0.1, 0.1, 1, 1)), "refuted");
+}
+
+// A value the paper states two ways ("± 0.50" in a table, "± 0.61" in its text) is judged against
+// each; verdicts that differ settle nothing.
+TEST(Ledger, AValueThePaperStatesTwoWaysIsJudgedUnderBoth) {
+  const json rule = {
+      {"type", "within"}, {"value", 0.5}, {"tolerance", 0.3}, {"readings", {{{"value", 0.61}, {"where", "the text"}}}}};
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.2937), "iso_final_mean"), "not confirmed");
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.55), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
+}
+
+// A scaled value that overflows to infinity confirms no rule ("below 1e308", "within 0 ± 0").
+TEST(Ledger, AValueThatOverflowsDecidesNothing) {
+  const json huge = table_with(0, 0, 1, 1e300);
+  const auto scaled = [&](const json& rule) {
+    return build_ledger(claims_with(rule, {{"arm", "b"}, {"field", "iso_final_mean"}, {"scale", 1e10}}), {huge},
+                        nullptr)["claims"][0]["verdict"]
+        .get<std::string>();
+  };
+  EXPECT_EQ(scaled({{"type", "below"}, {"value", 1e308}}), "not run");
+  EXPECT_EQ(scaled({{"type", "above"}, {"value", 0.0}}), "not run");
+  EXPECT_EQ(scaled({{"type", "within"}, {"value", 0.0}, {"tolerance", 0.0}}), "not run");
+}
+
+TEST(Ledger, VerdictRules) {
+  const json pos = {{"type", "positive"}}, neg = {{"type", "negative"}}, nul = {{"type", "null"}};
+  EXPECT_EQ(verdict(pos, table_with(1, 3, 1, 1)), "confirmed");
+  EXPECT_EQ(verdict(pos, table_with(-1, 3, 1, 1)), "not confirmed");
+  EXPECT_EQ(verdict(pos, table_with(-3, -1, 1, 1)), "refuted");
+  EXPECT_EQ(verdict(neg, table_with(-3, -1, 1, 1)), "confirmed");
+  EXPECT_EQ(verdict(nul, table_with(-1, 3, 1, 1)), "confirmed");
+  EXPECT_EQ(verdict(nul, table_with(1, 3, 1, 1)), "refuted");
+  // A difference is significant only when the paired t-test agrees with the interval: three pairs
+  // of one sign clear 0 in the percentile bootstrap at p = 0.22 (Table 3 at n = 1k), which decides
+  // neither a gain nor a refutation of "no difference".
+  auto with_p = [](json table, double p) {
+    for (auto* c : {&table["groups"][0]["arms"][1]["vs_baseline"], &table["groups"][0]["contrasts"][0]["vs_baseline"]})
+      (*c)["p"] = p;
+    return table;
+  };
+  EXPECT_EQ(verdict(pos, with_p(table_with(1, 3, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(verdict(pos, with_p(table_with(-3, -1, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(verdict(neg, with_p(table_with(-3, -1, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(verdict(nul, with_p(table_with(1, 3, 1, 1), 0.22)), "confirmed");
+  EXPECT_EQ(verdict(pos, with_p(table_with(1, 3, 1, 1), 0.01)), "confirmed");
+  EXPECT_EQ(verdict(neg, with_p(table_with(1, 3, 1, 1), 0.01)), "refuted");
+  EXPECT_EQ(verdict(nul, with_p(table_with(1, 3, 1, 1), 0.01)), "refuted");
+  // A t-test that rejects does not make an interval that contains 0 significant.
+  EXPECT_EQ(verdict(pos, with_p(table_with(-1, 3, 1, 1), 0.01)), "not confirmed");
+  EXPECT_EQ(verdict(nul, with_p(table_with(-1, 3, 1, 1), 0.01)), "confirmed");
+  // The test is at the 5% level (p < 0.05 rejects, p = 0.05 does not), and a contrast is judged as an arm is.
+  EXPECT_EQ(verdict(pos, with_p(table_with(1, 3, 1, 1), 0.05)), "not confirmed");
+  auto contrast_verdict = [](const json& rule, const json& table) {
+    return build_ledger(claims_with(rule, {{"contrast", "b-vs-a"}, {"field", "vs_baseline.diff_mean"}}), {table},
+                        nullptr)["claims"][0]["verdict"];
+  };
+  EXPECT_EQ(contrast_verdict(pos, with_p(table_with(1, 3, 1, 1), 0.22)), "not confirmed");
+  EXPECT_EQ(contrast_verdict(pos, with_p(table_with(1, 3, 1, 1), 0.01)), "confirmed");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 2.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 1.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
+  EXPECT_EQ(
+      verdict({{"type", "within"}, {"value", 1.4}, {"tolerance", 0.2}}, table_with(0, 0, 1, 1.5), "iso_final_mean"),
+      "confirmed");
+  // Outside "value ± tolerance" the claim is contradicted, not merely unconfirmed.
+  EXPECT_EQ(
+      verdict({{"type", "within"}, {"value", 1.4}, {"tolerance", 0.05}}, table_with(0, 0, 1, 1.5), "iso_final_mean"),
+      "refuted");
+  // A value on a rule's bound meets it, though the decimals round: 3 of 5 seeds is within 0.2 of 0.8
+  // (|0.6 - 0.8| is 0.2 + 7e-17 in binary), 0.1 + 0.2 is at most 0.3; a hair beyond a bound does not.
+  const json rate = {{"type", "within"}, {"value", 0.8}, {"tolerance", 0.2}};
+  ASSERT_GT(std::fabs(3.0 / 5.0 - 0.8), 0.2);  // the rounding the rule must absorb
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 3.0 / 5.0), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 1.0), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 0.6 - 1e-9), "iso_final_mean"), "refuted");
+  EXPECT_EQ(verdict(rate, table_with(0, 0, 1, 2.0 / 5.0), "iso_final_mean"), "refuted");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 0.3}}, table_with(0, 0, 1, 0.1 + 0.2), "iso_final_mean"),
+            "confirmed");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 0.3}}, table_with(0, 0, 1, 0.3 + 1e-9), "iso_final_mean"), "refuted");
+  EXPECT_EQ(verdict({{"type", "above"}, {"value", 0.3}}, table_with(0, 0, 1, 0.3 - 1e-9), "iso_final_mean"), "refuted");
+  const json ratio = {
+      {"type", "ratio_above"}, {"value", 3.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}};
+  EXPECT_EQ(verdict(ratio, table_with(0, 0, 0.5, 1.5), "iso_final_mean"), "confirmed");
+  EXPECT_EQ(verdict(ratio, table_with(0, 0, 1.0, 1.5), "iso_final_mean"), "refuted");
+  // A stated normalisation: the field times "scale" is judged, in the rule and in the ratio.
+  const json within = {{"type", "within"}, {"value", 3.0}, {"tolerance", 0.1}};
+  auto scaled = [&](const json& rule, double scale) {
+    return build_ledger(claims_with(rule, {{"arm", "b"}, {"field", "iso_final_mean"}, {"scale", scale}}),
+                        {table_with(0, 0, 0.5, 1.5)}, nullptr)["claims"][0];
+  };
+  EXPECT_EQ(scaled(within, 2.0)["verdict"], "confirmed");
+  EXPECT_EQ(scaled(within, 1.0)["verdict"], "refuted");
+  const auto ours = scaled(within, 2.0)["evidence"][0]["ours"].get<std::string>();
+  EXPECT_NE(ours.find("3 (2 × 1.5)"), std::string::npos) << ours;
+  EXPECT_EQ(
+      scaled({{"type", "ratio_above"}, {"value", 5.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}},
+             2.0)["verdict"],
+      "confirmed");  // (2 × 1.5) / 0.5 = 6; unscaled 3 would refute
+  // A difference is in percentage points where the table's accuracies are percentages, and a bare
+  // number where they are fractions (the grokking tables' tail means).
+  auto in_unit = [&](const char* metric) {
+    auto t = table_with(1, 3, 1, 1);
+    t["metric"] = metric;
+    return ledger_row(pos, {t})["evidence"][0]["ours"].get<std::string>();
+  };
+  EXPECT_EQ(in_unit("final test accuracy (%)").rfind("2 pp, CI [1, 3]", 0), 0u) << in_unit("final test accuracy (%)");
+  EXPECT_EQ(in_unit("held-out accuracy, tail mean (fraction)").rfind("2, CI [1, 3]", 0), 0u)
+      << in_unit("held-out accuracy, tail mean (fraction)");
+  // No result: not run; a smoke table never decides.
+  auto smoke = table_with(1, 3, 1, 1);
+  smoke["profile"] = "smoke";
+  EXPECT_EQ(verdict(pos, smoke), "not run");
+}
+
+TEST(Ledger, RunsShorterThanTheClaimDecideNothing) {
+  auto table = table_with(1, 3, 1, 1);
+  table["epochs"] = 100;
+  json claims = {{"claims",
+                  {{{"id", "c"},
+                    {"claim", "x"},
+                    {"where", "§"},
+                    {"paper", "p"},
+                    {"kind", "empirical"},
+                    {"experiment", "t"},
+                    {"min_epochs", 20000},
+                    {"ref", {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}},
+                    {"rule", {{"type", "positive"}}}}}}};
+  const auto row = build_ledger(claims, {table}, nullptr)["claims"][0];
+  EXPECT_EQ(row["verdict"], "not run");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["verdict"], "untestable");
+  table["epochs"] = 20000;
+  EXPECT_EQ(build_ledger(claims, {table}, nullptr)["claims"][0]["verdict"], "confirmed");
+}
+
+TEST(Ledger, AReducedBudgetNeverDecidesAVerdict) {
+  const json pos = {{"type", "positive"}};
+  auto row = ledger_row(pos, {reduced(table_with(1, 3, 1, 1))});
+  EXPECT_EQ(row["verdict"], "not run");
+  EXPECT_TRUE(row["evidence"].empty());
+  ASSERT_EQ(row["reduced_evidence"].size(), 1u);
+  EXPECT_EQ(row["reduced_evidence"][0]["verdict"], "confirmed");
+  EXPECT_EQ(row["reduced_verdict"], "cpu (n = 50, 2 epochs, 3 seeds): confirmed");
+  // Beside a complete paper-budget table, the reduced one keeps its own verdict and the paper's decides.
+  row = ledger_row(pos, {reduced(table_with(-3, -1, 1, 1)), table_with(1, 3, 1, 1)});
+  EXPECT_EQ(row["verdict"], "confirmed");
+  EXPECT_EQ(row["reduced_verdict"], "cpu (n = 50, 2 epochs, 3 seeds): refuted");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["profile"], "paper");
+  // A table that records no budget (not written by analyse_results) is not taken to be at the paper's.
+  auto unknown = table_with(1, 3, 1, 1);
+  unknown.erase("at_paper_budget");
+  EXPECT_EQ(verdict(pos, unknown), "not run");
+  const auto ledger = build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}),
+                                   {reduced(table_with(1, 3, 1, 1))}, nullptr);
+  EXPECT_EQ(ledger["summary"]["not_run"], 1);
+  EXPECT_EQ(ledger["summary"]["confirmed"], 0);
+  EXPECT_EQ(ledger["summary"]["with_reduced_evidence"], 1);
+  const auto md = ledger_markdown(ledger);
+  EXPECT_NE(md.find("| # | claim | where | paper | ours at the paper's budget | verdict | reduced-budget evidence | "
+                    "reduced-budget verdict |"),
+            std::string::npos);
+  EXPECT_NE(md.find("| **not run** | cpu (n = 50, 2 epochs, 3 seeds): "), std::string::npos) << md;
+  EXPECT_NE(md.find(" | cpu (n = 50, 2 epochs, 3 seeds): confirmed |"), std::string::npos) << md;
+}
+
+// The paper states some protocols two ways (AdamW at 1e-3 in Table 1, 1e-2 in §3.3): a table under
+// either reading is at the paper's budget and decides; two complete readings that disagree settle
+// nothing.
+TEST(Ledger, EitherReadingAtThePapersBudgetDecidesAndDisagreementSettlesNothing) {
+  const json pos = {{"type", "positive"}};
+  auto other = table_with(-3, -1, 1, 1);
+  other["profile"] = "paper-adamw-1e-2";
+  other["reading"] = "AdamW at 1e-2";
+  auto row = ledger_row(pos, {other});
+  EXPECT_EQ(row["verdict"], "refuted");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["verdict"], "reading: refuted");
+  // Beside a paper-profile table that disagrees: not confirmed, both shown.
+  row = ledger_row(pos, {other, table_with(1, 3, 1, 1)});
+  EXPECT_EQ(row["verdict"], "not confirmed");
+  EXPECT_EQ(row["note"], "results at the paper's budget disagree");
+  ASSERT_EQ(row["evidence"].size(), 2u);
+  // Two readings that agree: their verdict.
+  auto agreeing = table_with(1, 3, 1, 1);
+  agreeing["profile"] = "paper-adamw-1e-2";
+  agreeing["reading"] = "AdamW at 1e-2";
+  EXPECT_EQ(ledger_row(pos, {agreeing, table_with(1, 3, 1, 1)})["verdict"], "confirmed");
+  const auto md = ledger_markdown(build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}),
+                                               {other, table_with(1, 3, 1, 1)}, nullptr));
+  EXPECT_NE(md.find("reading: AdamW at 1e-2 — *reading: refuted*"), std::string::npos) << md;
+}
+
+TEST(Ledger, APaperBudgetTableWithMissingSeedsIsInterim) {
+  const json pos = {{"type", "positive"}};
+  auto t = table_with(1, 3, 1, 1);
+  arm_of(t, "b")["n"] = 5;
+  auto row = ledger_row(pos, {t});
+  EXPECT_EQ(row["verdict"], "not run");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["verdict"], "interim (5 of 6 seeds)");
+  // A difference against the baseline reads the baseline's seeds too; a field of the arm alone does not.
+  t = table_with(1, 3, 1, 1.5);
+  arm_of(t, "a")["n"] = 4;
+  EXPECT_EQ(ledger_row(pos, {t})["evidence"][0]["verdict"], "interim (4 of 6 seeds)");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 2.0}}, t, "iso_final_mean"), "confirmed");
+  // A contrast reads its arm and its baseline; a ratio reads its denominator's arm.
+  const auto contrast = build_ledger(claims_with(pos, {{"contrast", "b-vs-a"}, {"field", "vs_baseline.diff_mean"}}),
+                                     {t}, nullptr)["claims"][0];
+  EXPECT_EQ(contrast["verdict"], "not run");
+  EXPECT_EQ(contrast["evidence"][0]["verdict"], "interim (4 of 6 seeds)");
+  const json ratio = {
+      {"type", "ratio_above"}, {"value", 1.0}, {"denominator", {{"arm", "a"}, {"field", "iso_final_mean"}}}};
+  EXPECT_EQ(verdict(ratio, t, "iso_final_mean"), "not run");
+  arm_of(t, "a")["n"] = 6;
+  EXPECT_EQ(verdict(ratio, t, "iso_final_mean"), "confirmed");
+  // The interim table decides nothing even beside a reduced one that is complete.
+  t = table_with(1, 3, 1, 1);
+  arm_of(t, "b")["n"] = 2;
+  row = ledger_row(pos, {t, reduced(table_with(-3, -1, 1, 1))});
+  EXPECT_EQ(row["verdict"], "not run");
+  EXPECT_EQ(row["reduced_verdict"], "cpu (n = 50, 2 epochs, 3 seeds): refuted");
+  EXPECT_EQ(build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}), {t},
+                         nullptr)["summary"]["interim"],
+            1);
+}
+
+TEST(Ledger, AClaimsBudgetListLetsAnUnlistedSettingDiffer) {
+  const json pos = {{"type", "positive"}};
+  auto t = table_with(1, 3, 1, 1);
+  t["profile"] = "long";
+  t["at_paper_budget"] = false;
+  t["differs_from_paper"] = json::array({"n"});
+  EXPECT_EQ(ledger_row(pos, {t})["verdict"], "not run");
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs"}))["verdict"], "confirmed");
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs", "n"}))["verdict"], "not run");
+  // The seed list always counts, listed or not.
+  t["differs_from_paper"] = json::array({"seeds"});
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs"}))["verdict"], "not run");
+  t["differs_from_paper"] = json::array({"n", "runs"});
+  EXPECT_EQ(ledger_row(pos, {t}, "vs_baseline.diff_mean", json::array({"epochs"}))["verdict"], "not run");
+  // Malformed lists name the file and the claim.
+  t["differs_from_paper"] = json::array({"n"});
+  const std::vector<json> malformed = {json("epochs"), json::array(), json::array({"epoch"}), json::array({3}),
+                                       json::array({"device"})};
+  for (const json& bad : malformed) {
+    try {
+      build_ledger(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}, bad), {t}, nullptr,
+                   "experiments/claims.json");
+      ADD_FAILURE() << "accepted \"budget\": " << bad.dump();
+    } catch (const ExperimentError& e) {
+      // The schema refuses the list's shape (/claims/0/budget...); the loader, a setting that is not one.
+      const std::string what = e.what();
+      EXPECT_TRUE(what.rfind("experiments/claims.json: claim c: /claims/0/budget", 0) == 0 ||
+                  what.rfind("experiments/claims.json: claim c: \"budget\"", 0) == 0)
+          << what;
+    }
+  }
+}
+
+TEST(Ledger, TheoryClaimsFollowTheCertificate) {
+  const json claims = theory_row({"k1", "k2"});
+  json cert = certificate_with({"certified", "certified"});
+  const auto row = build_ledger(claims, {}, cert)["claims"][0];
+  EXPECT_EQ(row["verdict"], "confirmed");
+  EXPECT_EQ(row["evidence"][0]["source"], "reports/certificate.json");
+  cert["claims"][1]["observed"] = "refuted";
+  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "refuted");
+  EXPECT_EQ(build_ledger(claims, {}, nullptr)["claims"][0]["verdict"], "not run");
+  // Entries from two certificates (`stiefel report --certificate A --certificate B`): the row names both.
+  cert["claims"][0]["certificate_file"] = "a.json";
+  cert["claims"][1]["certificate_file"] = "b.json";
+  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["evidence"][0]["source"], "a.json, b.json");
+}
+
+// A corrected form the paper's statement contradicts refutes it when certified; where the
+// correction itself fails, the paper's statement is not confirmed either.
+TEST(Ledger, CertifiedCorrectionsRefuteTheirClaim) {
+  json claims = theory_row({"k1"}, {"k2"});
+  json cert = certificate_with({"certified", "certified"});
+  const auto row = build_ledger(claims, {}, cert)["claims"][0];
+  EXPECT_EQ(row["verdict"], "refuted");
+  EXPECT_NE(row["evidence"][0]["ours"].get<std::string>().find("k2 (corrected form): certified"), std::string::npos);
+  cert["claims"][1]["observed"] = "refuted";
+  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "not confirmed");
+  claims = theory_row(nullptr, {"k2"});  // a correction alone decides
+  cert["claims"][1]["observed"] = "certified";
+  EXPECT_EQ(build_ledger(claims, {}, cert)["claims"][0]["verdict"], "refuted");
+  EXPECT_EQ(build_ledger(claims, {}, nullptr)["claims"][0]["verdict"], "not run");
+}
+
+// The claims file is checked whole at load time (the fuzzer found a theory claim without
+// "certificate" read through nlohmann's const operator[], a use after free): every malformed claim
+// is refused naming the claim and the field.
+TEST(Ledger, MalformedClaimsAreRefusedNamingTheClaimAndTheField) {
+  const json theory = {{"id", "t"},    {"claim", "c"},     {"where", "w"},
+                       {"paper", "p"}, {"kind", "theory"}, {"certificate", {"prop1-joint-gauge"}}};
+  const json empirical = {{"id", "e"},
+                          {"claim", "c"},
+                          {"where", "w"},
+                          {"paper", "p"},
+                          {"kind", "empirical"},
+                          {"experiment", "table6"},
+                          {"ref", {{"arm", "b2"}, {"field", "acc_mean"}}},
+                          {"rule", {{"type", "above"}, {"value", 1.0}}}};
+  EXPECT_NO_THROW(build_ledger({{"claims", {theory, empirical}}}, {}, nullptr, "claims.json"));
+  struct Case {
+    json claim;
+    std::string message;
+  };
+  auto without = [](json c, const char* k) {
+    c.erase(k);
+    return c;
+  };
+  auto with = [](json c, const char* k, const json& v) {
+    c[k] = v;
+    return c;
+  };
+  const std::vector<Case> cases = {
+      {without(theory, "certificate"), "claim t: /claims/0: "},
+      {with(theory, "certificate", json::array()), "claim t: /claims/0"},
+      {with(theory, "refuted_by", json::array()), "claim t: /claims/0"},
+      {with(empirical, "refuted_by", {"prop1-joint-gauge"}), "claim e: /claims/0"},
+      {with(theory, "rule", {{"type", "above"}}), "claim t: /claims/0"},
+      {with(theory, "kind", "folklore"), "claim t: /claims/0/kind: \"folklore\" is not one of"},
+      {with(theory, "certficate", json::array()), "claim t: /claims/0/certficate: unknown field \"certficate\""},
+      {without(theory, "paper"), "claim t: /claims/0: missing \"paper\""},
+      {with(empirical, "ref", {{"arm", "b2"}}), "claim e: /claims/0/ref: missing \"field\""},
+      {with(empirical, "ref", {{"field", "acc_mean"}}), "claim e: /claims/0/ref: matches none"},
+      {with(empirical, "ref", {{"field", "acc_mean"}, {"arm", 3}}), "claim e: /claims/0/ref/arm: expected string"},
+      {with(empirical, "ref", {{"field", "test_acc.mean"}, {"arm", "b2"}}),
+       "claim e: /claims/0/ref/field: \"test_acc.mean\" is not one of"},
+      {with(empirical, "rule", {{"type", "above"}}), "claim e: /claims/0/rule: matches none"},
+      {with(empirical, "rule", {{"type", "within"}, {"value", 1}}), "claim e: /claims/0/rule: matches none"},
+      {with(empirical, "rule", {{"type", "ratio_above"}, {"value", 1}}), "claim e: /claims/0/rule: matches none"},
+      {with(empirical, "rule", {{"type", "greater"}, {"value", 1}}), "claim e: /claims/0/rule/type: \"greater\""},
+      {with(empirical, "rule", {{"type", "above"}, {"value", 1}, {"margin", 1}}),
+       "claim e: /claims/0/rule/margin: unknown field"},
+      {without(empirical, "experiment"), "claim e: /claims/0: "},
+      {with(empirical, "min_epochs", "many"), "claim e: /claims/0/min_epochs: expected number"},
+      {with(empirical, "certificate", {"x"}), "claim e: /claims/0"},
+      {json::array(), "/claims/0: expected object"},
+  };
+  for (const auto& c : cases) {
+    try {
+      build_ledger({{"claims", {c.claim}}}, {}, nullptr, "claims.json");
+      ADD_FAILURE() << "accepted " << c.claim.dump();
+    } catch (const ExperimentError& e) {
+      EXPECT_NE(std::string(e.what()).find("claims.json: " + c.message), std::string::npos) << e.what();
+    }
+  }
+}
