@@ -29,6 +29,7 @@ done
 kill -9 "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
 python3 -c "import json; r=json.load(open('$work/killed/run.json')); assert r['status']=='running', r['status']; print('killed after epoch', len(r['epochs']))"
+cp -r "$work/killed" "$work/killed-copy"
 "$stiefel" "${args[@]}" --out "$work/killed" --resume
 python3 - "$work/straight/run.json" "$work/killed/run.json" <<'PY'
 import json, sys
@@ -41,6 +42,39 @@ for x, y in zip(a["epochs"], b["epochs"]):
 assert len(a["epochs"]) == len(b["epochs"]) == 12  # records at the evaluated epochs
 print("resumed run is bit-identical to the uninterrupted one")
 PY
+
+# A record that lost the epoch its checkpoint holds (damaged or edited) is refused on resume, never
+# resumed into a completed record with a gap; the folder is left as it was.
+cp -r "$work/killed-copy" "$work/lost-epoch"
+python3 - "$work/lost-epoch/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["epochs"].pop()
+json.dump(r, open(sys.argv[1], "w"), indent=2)
+PY
+before=$(sha256sum "$work/lost-epoch/run.json" "$work/lost-epoch/checkpoint.pt")
+set +e
+"$stiefel" "${args[@]}" --out "$work/lost-epoch" --resume 2> "$work/err-lost"; rc=$?
+set -e
+[ "$rc" -ne 0 ] && grep -q "records no epoch .*, which .*checkpoint.pt holds" "$work/err-lost" ||
+  { cat "$work/err-lost"; echo "FAIL: a record without its checkpoint's epoch was resumed"; exit 1; }
+[ "$before" = "$(sha256sum "$work/lost-epoch/run.json" "$work/lost-epoch/checkpoint.pt")" ]
+echo "a record without its checkpoint's epoch is refused"
+
+# The advice to remove a foreign checkpoint beside a completed record is a command a shell runs as
+# shown, whatever the folder's name (a tab, a space, a quote).
+odd="$work/odd	name 'q'"
+"$stiefel" train --task grok --arm b2 --seed 3 --epochs 2 --eval-every 2 --quiet --out "$odd"
+head -c 100 /dev/urandom > "$odd/checkpoint.pt"
+set +e
+"$stiefel" train --task grok --arm b2 --seed 3 --epochs 2 --eval-every 2 --quiet --out "$odd" --resume 2> "$work/err-odd"; rc=$?
+set -e
+[ "$rc" -ne 0 ] || { echo "FAIL: a foreign checkpoint beside a completed record was accepted"; exit 1; }
+advice=$(sed -n 's/.*`\(rm [^`]*\)`.*/\1/p' "$work/err-odd")
+[ -n "$advice" ] || { cat "$work/err-odd"; echo "FAIL: no rm advice"; exit 1; }
+bash -c "$advice" && [ ! -e "$odd/checkpoint.pt" ] && [ -f "$odd/run.json" ] ||
+  { echo "FAIL: the advice '$advice' did not remove the checkpoint"; exit 1; }
+echo "the rm advice runs as shown"
 
 # A resume with other settings than the interrupted run's is refused, and the run is left as it was.
 "$stiefel" "${args[@]}" --out "$work/other" &

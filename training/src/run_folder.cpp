@@ -2,6 +2,8 @@
 // record written at each epoch and on failure.
 #include "run.h"
 
+#include <stiefel/io/shell.h>
+
 namespace stiefel::training::run_detail {
 
 // A stored record is read only once it matches run.schema.json; a damaged one is refused naming the
@@ -98,7 +100,8 @@ std::optional<nlohmann::json> Run::finished_result(const nlohmann::json& run) co
   if (held < 0)
     throw std::invalid_argument(ckpt_path_.string() + ": matches no checkpoint that " + run_path_.string() +
                                 " records (damaged, or another run's); the record is complete: `rm " +
-                                ckpt_path_.string() + "` keeps it as the result, --overwrite trains the run again");
+                                io::shell_quote(ckpt_path_.string()) +
+                                "` keeps it as the result, --overwrite trains the run again");
   return std::nullopt;
 }
 
@@ -165,6 +168,13 @@ void Run::resume() {
     auto& epochs = run_["epochs"];
     while (!epochs.empty() && epochs.back()["epoch"].get<std::int64_t>() > start_epoch_)
       epochs.erase(epochs.size() - 1);
+    // A record is written with the epoch of each checkpoint it names before the checkpoint is
+    // committed: a record without the epoch its checkpoint holds lost it, and a run resumed from there
+    // would complete with a gap that every reader of the record refuses.
+    if (run_.contains("checkpoints") && (epochs.empty() || epochs.back()["epoch"].get<std::int64_t>() != start_epoch_))
+      throw std::invalid_argument(run_path_.string() + ": records no epoch " + std::to_string(start_epoch_) +
+                                  ", which " + ckpt_path_.string() +
+                                  " holds (the record lost it: damaged or edited); --overwrite starts over");
     if (run_.contains("checkpoints")) {
       nlohmann::json kept = nlohmann::json::object();
       for (const auto& [e, h] : run_["checkpoints"].items())
