@@ -35,10 +35,9 @@ struct Options {
   bool no_plots = false;
 };
 
-int run_report(const Options& o) {
-  const json claims = reports::read_json_file(o.claims);
-  // The certificates (`stiefel certify`'s default and paper-size groups write one each), their claims
-  // merged, each claim tagged with the file it came from; an id in two files is refused.
+// The certificates (`stiefel certify`'s default and paper-size groups write one each), their claims
+// merged, each claim tagged with the file it came from; an id in two files is refused.
+json merged_certificate(const Options& o) {
   json certificate = nullptr;
   std::map<std::string, std::string> claim_file;
   for (const auto& file : o.certificates) {
@@ -63,10 +62,13 @@ int run_report(const Options& o) {
       certificate["claims"].push_back(std::move(c));
     }
   }
-  // Every table is analysed, the ledger built (which checks the claims file) and every output path
-  // checked before the first file is written: a refusal leaves --out as it was.
+  return certificate;
+}
+
+// Every results folder analysed (a refusal before any file is written); STEMS maps each table's
+// NAME-PROFILE to its folder.
+std::vector<json> analysed_tables(const Options& o, std::map<std::string, std::string>& stems) {
   std::vector<json> tables;
-  std::map<std::string, std::string> stems;  // NAME-PROFILE -> the results folder it came from
   for (const auto& dir : o.results) {
     if (!fs::is_directory(dir)) throw reports::ExperimentError(dir + ": not a results folder");
     auto t = reports::analyse_results(dir, o.resamples, o.seed, o.definitions);
@@ -80,6 +82,16 @@ int run_report(const Options& o) {
     t["stem"] = stem;
     tables.push_back(std::move(t));
   }
+  return tables;
+}
+
+int run_report(const Options& o) {
+  const json claims = reports::read_json_file(o.claims);
+  const json certificate = merged_certificate(o);
+  // Every table is analysed, the ledger built (which checks the claims file) and every output path
+  // checked before the first file is written: a refusal leaves --out as it was.
+  std::map<std::string, std::string> stems;  // NAME-PROFILE -> the results folder it came from
+  std::vector<json> tables = analysed_tables(o, stems);
   const auto ledger = reports::build_ledger(claims, tables, certificate, o.claims);
   // Every figure's script is made (an unknown plot kind, an x no axis can show) before any file is
   // written; gnuplot then draws them.

@@ -69,6 +69,68 @@ bool at_most(double a, double b, double magnitude) {
   return a <= b + 8 * std::numeric_limits<double>::epsilon() * magnitude;
 }
 
+// A sign rule (positive, negative, null) on the arm's paired difference against the baseline: its
+// verdict into E, or nothing where the table has no CI. False where the table decides nothing.
+bool judge_sign(Evidence& e, const std::string& type, const json& table, const json& c) {
+  const bool has_ci = c.contains("ci_low") && c.contains("ci_high");
+  if (!has_ci) return false;
+  const double lo = c["ci_low"], hi = c["ci_high"];
+  // Image tables' accuracies are percentages, so their differences are percentage points; the
+  // grokking tables' tail means are fractions, and so are their differences.
+  const bool percent = table.value("metric", std::string()).find("(%)") != std::string::npos;
+  e.ours += std::string(percent ? " pp" : "") + ", CI [" + num(lo) + ", " + num(hi) + "]";
+  if (c.contains("t")) e.ours += ", t = " + num(c["t"].get<double>());
+  if (c.contains("p")) e.ours += ", p = " + num(c["p"].get<double>());
+  e.ours += ", wins " + std::to_string(c["wins"].get<int>()) + "/" + std::to_string(c["pairs"].get<int>());
+  // A difference is significant when both of the paper's tests say so: the 95% bootstrap CI
+  // excludes 0 and the paired t-test rejects at the 5% level. With three to five pairs the
+  // percentile interval is little more than the range of the differences (3 pairs, all of one
+  // sign, clear 0 at p = 0.22), so the interval alone would decide claims the t-test does not.
+  // Without a t (differences identical on every seed) the interval decides.
+  const bool t_rejects = !c.contains("p") || c["p"].get<double>() < 0.05;
+  const bool pos = lo > 0 && t_rejects, neg = hi < 0 && t_rejects;
+  if (type == "positive") e.verdict = pos ? "confirmed" : neg ? "refuted" : "not confirmed";
+  if (type == "negative") e.verdict = neg ? "confirmed" : pos ? "refuted" : "not confirmed";
+  if (type == "null") e.verdict = (!pos && !neg) ? "confirmed" : "refuted";
+  return true;
+}
+
+// A value rule (below, above, within and their ratios) on COMPARE: its verdict into E. False where
+// the table decides nothing.
+bool judge_value(Evidence& e, const std::string& type, const json& rule, const json& c, double compare) {
+  const double bound = rule["value"].get<double>();
+  const double magnitude = std::max(std::fabs(compare), std::fabs(bound));
+  bool met = false;
+  if (type == "below" || type == "ratio_below") met = at_most(compare, bound, magnitude);
+  if (type == "above" || type == "ratio_above") met = at_most(bound, compare, magnitude);
+  if (type == "within")  // "value ± tolerance": a value outside contradicts the claim
+    met = at_most(std::fabs(compare - bound), rule["tolerance"].get<double>(), magnitude);
+  // A flatness criterion that also asks the paired t-test not to tell the arms apart (§4.7: |Δ| <
+  // 0.2 pp and p > 0.5): both halves must hold. Without a t statistic (the same difference on
+  // every seed) p is 1 where that difference is 0, else 0.
+  if (type == "within" && rule.contains("p_above")) {
+    if (!c.contains("diff_mean")) return false;
+    const double p = c.contains("p") ? c["p"].get<double>() : c["diff_mean"].get<double>() == 0 ? 1.0 : 0.0;
+    e.ours += ", p = " + num(p);
+    met = met && p > rule["p_above"].get<double>();
+  }
+  e.verdict = met ? "confirmed" : "refuted";
+  // The paper's other statements of the same value (its readings: "± 0.50" in a table, "± 0.61" in
+  // its text): judged the same way against each, a verdict that differs between them settles
+  // nothing.
+  if (type == "within" && rule.contains("readings")) {
+    for (const auto& reading : rule["readings"]) {
+      const double other = reading["value"].get<double>();
+      const bool also = at_most(std::fabs(compare - other), rule["tolerance"].get<double>(),
+                                std::max(std::fabs(compare), std::fabs(other)));
+      e.ours += "; against " + num(other) + " (" + reading["where"].get<std::string>() +
+                "): " + (also ? "within" : "outside");
+      if (also != met) e.verdict = "not confirmed";
+    }
+  }
+  return true;
+}
+
 Evidence judge_table(const json& claim, const json& table) {
   Evidence e;
   const auto& ref = claim["ref"];
@@ -123,58 +185,10 @@ Evidence judge_table(const json& claim, const json& table) {
     return e;
   }
   const json c = arm->value("vs_baseline", json::object());
-  const bool has_ci = c.contains("ci_low") && c.contains("ci_high");
   if (type == "positive" || type == "negative" || type == "null") {
-    if (!has_ci) return e;
-    const double lo = c["ci_low"], hi = c["ci_high"];
-    // Image tables' accuracies are percentages, so their differences are percentage points; the
-    // grokking tables' tail means are fractions, and so are their differences.
-    const bool percent = table.value("metric", std::string()).find("(%)") != std::string::npos;
-    e.ours += std::string(percent ? " pp" : "") + ", CI [" + num(lo) + ", " + num(hi) + "]";
-    if (c.contains("t")) e.ours += ", t = " + num(c["t"].get<double>());
-    if (c.contains("p")) e.ours += ", p = " + num(c["p"].get<double>());
-    e.ours += ", wins " + std::to_string(c["wins"].get<int>()) + "/" + std::to_string(c["pairs"].get<int>());
-    // A difference is significant when both of the paper's tests say so: the 95% bootstrap CI
-    // excludes 0 and the paired t-test rejects at the 5% level. With three to five pairs the
-    // percentile interval is little more than the range of the differences (3 pairs, all of one
-    // sign, clear 0 at p = 0.22), so the interval alone would decide claims the t-test does not.
-    // Without a t (differences identical on every seed) the interval decides.
-    const bool t_rejects = !c.contains("p") || c["p"].get<double>() < 0.05;
-    const bool pos = lo > 0 && t_rejects, neg = hi < 0 && t_rejects;
-    if (type == "positive") e.verdict = pos ? "confirmed" : neg ? "refuted" : "not confirmed";
-    if (type == "negative") e.verdict = neg ? "confirmed" : pos ? "refuted" : "not confirmed";
-    if (type == "null") e.verdict = (!pos && !neg) ? "confirmed" : "refuted";
+    if (!judge_sign(e, type, table, c)) return e;
   } else if (type == "below" || type == "ratio_below" || type == "above" || type == "ratio_above" || type == "within") {
-    const double bound = rule["value"].get<double>();
-    const double magnitude = std::max(std::fabs(compare), std::fabs(bound));
-    bool met = false;
-    if (type == "below" || type == "ratio_below") met = at_most(compare, bound, magnitude);
-    if (type == "above" || type == "ratio_above") met = at_most(bound, compare, magnitude);
-    if (type == "within")  // "value ± tolerance": a value outside contradicts the claim
-      met = at_most(std::fabs(compare - bound), rule["tolerance"].get<double>(), magnitude);
-    // A flatness criterion that also asks the paired t-test not to tell the arms apart (§4.7: |Δ| <
-    // 0.2 pp and p > 0.5): both halves must hold. Without a t statistic (the same difference on
-    // every seed) p is 1 where that difference is 0, else 0.
-    if (type == "within" && rule.contains("p_above")) {
-      if (!c.contains("diff_mean")) return e;
-      const double p = c.contains("p") ? c["p"].get<double>() : c["diff_mean"].get<double>() == 0 ? 1.0 : 0.0;
-      e.ours += ", p = " + num(p);
-      met = met && p > rule["p_above"].get<double>();
-    }
-    e.verdict = met ? "confirmed" : "refuted";
-    // The paper's other statements of the same value (its readings: "± 0.50" in a table, "± 0.61" in
-    // its text): judged the same way against each, a verdict that differs between them settles
-    // nothing.
-    if (type == "within" && rule.contains("readings")) {
-      for (const auto& reading : rule["readings"]) {
-        const double other = reading["value"].get<double>();
-        const bool also = at_most(std::fabs(compare - other), rule["tolerance"].get<double>(),
-                                  std::max(std::fabs(compare), std::fabs(other)));
-        e.ours += "; against " + num(other) + " (" + reading["where"].get<std::string>() +
-                  "): " + (also ? "within" : "outside");
-        if (also != met) e.verdict = "not confirmed";
-      }
-    }
+    if (!judge_value(e, type, rule, c, compare)) return e;
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }

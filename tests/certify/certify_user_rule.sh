@@ -49,6 +49,7 @@ certify elementwise_adam
 [ "$rc" -eq 1 ] || { cat "$work/elementwise_adam.log"; fail "the elementwise rule: exit $rc, expected 1"; }
 got=$(observed elementwise_adam elementwise-adam) || fail "elementwise_adam: claims or controls not as expected"
 expected="rule-agrees-with-core certified
+rule-decay-annihilated certified
 rule-equivariance refuted
 rule-frozen-stays certified
 rule-scale-free certified"

@@ -191,6 +191,11 @@ class Run {
   // [frames, d, r] in float64.
   torch::Tensor stacked_frames(bool grad) const;
   nlohmann::json diverged(const std::string& what, std::int64_t epoch);
+  // The parts of write_header (run_folder.cpp).
+  nlohmann::json config_record() const;
+  void check_resumed_settings() const;
+  void note_earlier_compute();
+  void write_environment();
   std::optional<nlohmann::json> stop_if_diverged();
   void lap(const char* stage);
   void write_record();

@@ -190,75 +190,76 @@ void Run::resume() {
   global_step_ = start_epoch_ * steps_per_epoch_;
 }
 
-// The record's settings ("options" as given, "config" as run); a resume refuses other settings.
-void Run::write_header() {
+// The record's "config": the settings as they ran (the task's defaults made explicit, the arm's rates).
+nlohmann::json Run::config_record() const {
   const FrameHyper& fh = opt_.frame_hyper;
-  run_["status"] = "running";
-  run_["options"] = options_;
-  run_["config"] = {{"task", c_.task},
-                    {"arm", c_.arm},
-                    {"seed", c_.seed},
-                    {"n", n_train_},  // the training examples that trained (grok: the pairs of its split)
-                    {"epochs", c_.epochs},
-                    {"batch", batch_},
-                    {"device", c_.device},
-                    {"adam_lr", c_.adam_lr},
-                    {"weight_decay", c_.weight_decay},
-                    {"adam_betas", {0.9, opt_.beta2}},
-                    {"riemann_lr", fh.lr},
-                    {"eps", c_.eps},
-                    {"tau", c_.tau},
-                    {"cap", arm_.frames_on_manifold && fh.cap_tau.has_value()},
-                    {"soft_lambda", arm_.soft_penalty ? c_.soft_lambda : 0.0},
-                    {"schedule", grok_ ? (c_.power_stabilisation ? "10-step warm-up, then constant" : "constant")
-                                       : "linear warm-up over " + std::to_string(c_.warmup_epochs) +
-                                             " epochs, then cosine to zero (both rates)"},
-                    {"model",
-                     {{"layers", spec_.layers},
-                      {"d", spec_.d},
-                      {"heads", spec_.heads},
-                      {"r", spec_.r},
-                      {"ffn", 4 * spec_.d},
-                      {"pooling", grok_ ? "concat readout" : spec_.pooling},
-                      {"positional", spec_.positional},
-                      {"input_dim", spec_.input_dim},
-                      {"tokens", spec_.tokens},
-                      {"classes", spec_.classes}}},
-                    {"init_scale", c_.init_scale},
-                    {"test_n", data_.test_y.size(0)},
-                    {"threads", c_.threads},
-                    {"eval_every", c_.eval_every},
-                    {"val_n", c_.val_n}};
-  if (start_epoch_ > 0) {
-    std::string differs;
-    for (const auto& [k, v] : run_["config"].items())
-      if (stored_config_.contains(k) && stored_config_[k] != v)
-        differs += (differs.empty() ? "" : ", ") + k + " (" + stored_config_[k].dump() + " → " + v.dump() + ")";
-    if (!stored_compute_.empty() && stored_compute_ != c_.compute)
-      differs += std::string(differs.empty() ? "" : ", ") + "compute (" + stored_compute_ + " → " + c_.compute + ")";
-    // Its epochs so far came from another attention route (another build): the same function,
-    // not the same bits, so the record would not be one run's.
-    const auto attention = compute_.value("attention_products", "");
-    if (!stored_attention_.empty() && stored_attention_ != attention)
-      differs += std::string(differs.empty() ? "" : ", ") + "attention products (" + stored_attention_ + " → " +
-                 attention + ")";
-    if (!differs.empty())
-      throw std::invalid_argument("--resume: " + run_path_.string() + " records another run: " + differs +
-                                  "; resume with the same options or use another --out");
-    // Other BLAS kernels give other bits from the resumed epoch on: the record would mix two kernels.
-    const std::string was = blas_kernels(stored_compute_record_), now = blas_kernels(compute_);
-    if (!was.empty() && !now.empty() && was != now && !c_.allow_kernel_change)
-      throw std::invalid_argument("--resume: " + run_path_.string() + " was computed with OpenBLAS's " + was +
-                                  " kernels, this process has " + now +
-                                  " (other bits from here on): run with "
-                                  "OPENBLAS_CORETYPE=" +
-                                  was + ", or add --allow-kernel-change to continue under " + now +
-                                  " (recorded in earlier_compute)");
-  }
-  if (arm_.codebook_beta) {
-    run_["codebook"] = codebook_.record;
-    run_["codebook"]["beta"] = *arm_.codebook_beta;
-  }
+  return {{"task", c_.task},
+          {"arm", c_.arm},
+          {"seed", c_.seed},
+          {"n", n_train_},  // the training examples that trained (grok: the pairs of its split)
+          {"epochs", c_.epochs},
+          {"batch", batch_},
+          {"device", c_.device},
+          {"adam_lr", c_.adam_lr},
+          {"weight_decay", c_.weight_decay},
+          {"adam_betas", {0.9, opt_.beta2}},
+          {"riemann_lr", fh.lr},
+          {"eps", c_.eps},
+          {"tau", c_.tau},
+          {"cap", arm_.frames_on_manifold && fh.cap_tau.has_value()},
+          {"soft_lambda", arm_.soft_penalty ? c_.soft_lambda : 0.0},
+          {"schedule", grok_ ? (c_.power_stabilisation ? "10-step warm-up, then constant" : "constant")
+                             : "linear warm-up over " + std::to_string(c_.warmup_epochs) +
+                                   " epochs, then cosine to zero (both rates)"},
+          {"model",
+           {{"layers", spec_.layers},
+            {"d", spec_.d},
+            {"heads", spec_.heads},
+            {"r", spec_.r},
+            {"ffn", 4 * spec_.d},
+            {"pooling", grok_ ? "concat readout" : spec_.pooling},
+            {"positional", spec_.positional},
+            {"input_dim", spec_.input_dim},
+            {"tokens", spec_.tokens},
+            {"classes", spec_.classes}}},
+          {"init_scale", c_.init_scale},
+          {"test_n", data_.test_y.size(0)},
+          {"threads", c_.threads},
+          {"eval_every", c_.eval_every},
+          {"val_n", c_.val_n}};
+}
+
+// A resumed record's settings, attention route and BLAS kernels must be this run's: its epochs so far
+// came from them.
+void Run::check_resumed_settings() const {
+  std::string differs;
+  for (const auto& [k, v] : run_["config"].items())
+    if (stored_config_.contains(k) && stored_config_[k] != v)
+      differs += (differs.empty() ? "" : ", ") + k + " (" + stored_config_[k].dump() + " → " + v.dump() + ")";
+  if (!stored_compute_.empty() && stored_compute_ != c_.compute)
+    differs += std::string(differs.empty() ? "" : ", ") + "compute (" + stored_compute_ + " → " + c_.compute + ")";
+  // Its epochs so far came from another attention route (another build): the same function,
+  // not the same bits, so the record would not be one run's.
+  const auto attention = compute_.value("attention_products", "");
+  if (!stored_attention_.empty() && stored_attention_ != attention)
+    differs +=
+        std::string(differs.empty() ? "" : ", ") + "attention products (" + stored_attention_ + " → " + attention + ")";
+  if (!differs.empty())
+    throw std::invalid_argument("--resume: " + run_path_.string() + " records another run: " + differs +
+                                "; resume with the same options or use another --out");
+  // Other BLAS kernels give other bits from the resumed epoch on: the record would mix two kernels.
+  const std::string was = blas_kernels(stored_compute_record_), now = blas_kernels(compute_);
+  if (!was.empty() && !now.empty() && was != now && !c_.allow_kernel_change)
+    throw std::invalid_argument("--resume: " + run_path_.string() + " was computed with OpenBLAS's " + was +
+                                " kernels, this process has " + now +
+                                " (other bits from here on): run with "
+                                "OPENBLAS_CORETYPE=" +
+                                was + ", or add --allow-kernel-change to continue under " + now +
+                                " (recorded in earlier_compute)");
+}
+
+// What computed a resumed record's earlier epochs, where it differs from this process's compute.
+void Run::note_earlier_compute() {
   // A run resumed under other kernels (another BLAS core, ATen vector width or thread count: other
   // bits, the same function) keeps the record of what computed its earlier epochs.
   // The compute of epoch start_epoch_ is the record's, unless a process that wrote no checkpoint
@@ -282,8 +283,10 @@ void Run::write_header() {
     }
     if (earlier.is_null() || earlier.empty()) run_.erase("earlier_compute");
   }
-  run_["compute"] = compute_;
-  run_["dataset"] = data_.record;
+}
+
+// The record's environment: LibTorch, threads, the program and the CPU; earlier programs kept.
+void Run::write_environment() {
   // The program that wrote the record, and the one before it where a resume changed it.
   const nlohmann::json program = program_provenance();
   if (start_epoch_ > 0 && run_.contains("environment") && run_["environment"].contains("program") &&
@@ -301,6 +304,22 @@ void Run::write_header() {
                          {"program", program},
                          {"cpu_model", cpu_model()}};
   if (!earlier_programs.is_null()) run_["environment"]["earlier_programs"] = earlier_programs;
+}
+
+// The record's settings ("options" as given, "config" as run); a resume refuses other settings.
+void Run::write_header() {
+  run_["status"] = "running";
+  run_["options"] = options_;
+  run_["config"] = config_record();
+  if (start_epoch_ > 0) check_resumed_settings();
+  if (arm_.codebook_beta) {
+    run_["codebook"] = codebook_.record;
+    run_["codebook"]["beta"] = *arm_.codebook_beta;
+  }
+  note_earlier_compute();
+  run_["compute"] = compute_;
+  run_["dataset"] = data_.record;
+  write_environment();
 }
 
 // The record replaces run.json only as run.schema.json describes it: a field the schema does not

@@ -393,8 +393,10 @@ ScriptRuleConfig read_script_rule_config(const std::filesystem::path& file) {
   return c;
 }
 
-rules::RuleImplementation script_rule_implementation(const std::filesystem::path& file, ScriptRuleConfig config) {
-  const std::string where = "--rule " + file.string();
+namespace {
+
+// The rule's name, dtype and paper rule checked before anything is loaded.
+void check_config(const std::string& where, const std::filesystem::path& file, ScriptRuleConfig& config) {
   if (config.name.empty()) config.name = stem_name(file);
   if (!std::regex_match(config.name, std::regex("[a-z0-9][a-z0-9-]{0,47}")))
     throw std::invalid_argument(where + ": name '" + config.name +
@@ -413,6 +415,11 @@ rules::RuleImplementation script_rule_implementation(const std::filesystem::path
                                        : "is not a frame rule; ") +
                                 "--rule certifies " + list);
   }
+}
+
+// The module loaded from FILE, with the errors a user's archive gives named for them.
+std::shared_ptr<Stepper> load_stepper(const std::string& where, const std::filesystem::path& file,
+                                      const ScriptRuleConfig& config) {
   auto stepper = std::make_shared<Stepper>();
   stepper->file = where;
   stepper->extra = config.extra_settings;
@@ -431,53 +438,49 @@ rules::RuleImplementation script_rule_implementation(const std::filesystem::path
   stepper->module.eval();
   if (!stepper->module.find_method("forward"))
     throw std::invalid_argument(where + ": the module has no forward method");
-  bool reports_step = false;  // forward returns (frames, state, step)
-  // A probe: two steps on three frames of St(5, 2) with the rule's settings at rate 0.1, on a clone
-  // (what the module keeps in its attributes is left as loaded for the claims' clones).
-  {
-    Stepper probe = clone(*stepper);
-    torch::NoGradGuard guard;
-    auto gen = at::detail::createCPUGenerator(20260916);
-    const auto q =
-        std::get<0>(torch::linalg_qr(torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)))).to(stepper->dtype);
-    RuleSettings probe_settings = config.declared ? config.settings : rules::rule_settings(config.rule, 0.1);
-    probe_settings.lr = 0.1;
-    probe_settings.eps = 1e-8;
-    const auto settings = settings_dict(probe_settings, config.extra_settings);
-    c10::List<torch::Tensor> state;
-    torch::Tensor w = q;
-    for (int t = 0; t < 2; ++t) {
-      const auto g = torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)).to(stepper->dtype);
-      Stepper::Result r;
-      try {
-        r = probe.call(w, g, state, settings, t + 1);
-      } catch (const rules::RuleError& e) {
-        throw std::invalid_argument(e.what());
-      }
-      if (!torch::isfinite(r.next).all().item<bool>())
-        throw std::invalid_argument(where + ": forward returned frames that are not finite on a probe step");
-      if (t == 0) reports_step = r.step.defined();
-      if (r.step.defined() != reports_step)
-        throw std::invalid_argument(where + ": forward returned its step on one probe step and not on another");
-      w = r.next;
-      state = r.state;
+  return stepper;
+}
+
+// A probe: two steps on three frames of St(5, 2) with the rule's settings at rate 0.1, on a clone
+// (what the module keeps in its attributes is left as loaded for the claims' clones). Returns whether
+// forward returns its step (frames, state, step).
+bool probe_rule(const std::string& where, const Stepper& stepper, const ScriptRuleConfig& config) {
+  bool reports_step = false;
+  Stepper probe = clone(stepper);
+  torch::NoGradGuard guard;
+  auto gen = at::detail::createCPUGenerator(20260916);
+  const auto q =
+      std::get<0>(torch::linalg_qr(torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)))).to(stepper.dtype);
+  RuleSettings probe_settings = config.declared ? config.settings : rules::rule_settings(config.rule, 0.1);
+  probe_settings.lr = 0.1;
+  probe_settings.eps = 1e-8;
+  const auto settings = settings_dict(probe_settings, config.extra_settings);
+  c10::List<torch::Tensor> state;
+  torch::Tensor w = q;
+  for (int t = 0; t < 2; ++t) {
+    const auto g = torch::randn({3, 5, 2}, gen, torch::dtype(torch::kFloat64)).to(stepper.dtype);
+    Stepper::Result r;
+    try {
+      r = probe.call(w, g, state, settings, t + 1);
+    } catch (const rules::RuleError& e) {
+      throw std::invalid_argument(e.what());
     }
+    if (!torch::isfinite(r.next).all().item<bool>())
+      throw std::invalid_argument(where + ": forward returned frames that are not finite on a probe step");
+    if (t == 0) reports_step = r.step.defined();
+    if (r.step.defined() != reports_step)
+      throw std::invalid_argument(where + ": forward returned its step on one probe step and not on another");
+    w = r.next;
+    state = r.state;
   }
-  const double u = config.dtype == "float32" ? 0x1p-24 : 0x1p-53;
-  rules::RuleImplementation impl{.name = config.name,
-                                 .description = "a TorchScript rule (" + file.filename().string() + ", implementing " +
-                                                config.rule + "), LibTorch, CPU, " + config.dtype,
-                                 .unit_roundoff = u,
-                                 .io_roundoff = u,
-                                 .make =
-                                     [stepper] {
-                                       static const bool configured = (configure_cpu_compute(1), true);
-                                       (void)configured;
-                                       return std::make_unique<ScriptRule>(*stepper);
-                                     },
-                                 .only_rule = config.rule,
-                                 .declaration = {}};
-  if (!config.declared) return impl;
+  return reports_step;
+}
+
+// A declared rule's declaration: its settings and properties, and the components it exposes, each
+// called on a clone of its own, one call at a time; a property declared without its component is
+// refused.
+rules::RuleDeclaration declaration_of(const std::string& where, const std::shared_ptr<Stepper>& stepper,
+                                      const ScriptRuleConfig& config, bool reports_step) {
   rules::RuleDeclaration decl;
   decl.settings = config.settings;
   decl.reference = config.reference;
@@ -536,6 +539,32 @@ rules::RuleImplementation script_rule_implementation(const std::filesystem::path
   if (std::find(decl.properties.begin(), decl.properties.end(), "agrees-with-reference") != decl.properties.end() &&
       decl.reference.empty())
     throw std::invalid_argument(where + ": declares 'agrees-with-reference' but names no 'reference'");
+  return decl;
+}
+
+}  // namespace
+
+rules::RuleImplementation script_rule_implementation(const std::filesystem::path& file, ScriptRuleConfig config) {
+  const std::string where = "--rule " + file.string();
+  check_config(where, file, config);
+  const auto stepper = load_stepper(where, file, config);
+  const bool reports_step = probe_rule(where, *stepper, config);
+  const double u = config.dtype == "float32" ? 0x1p-24 : 0x1p-53;
+  rules::RuleImplementation impl{.name = config.name,
+                                 .description = "a TorchScript rule (" + file.filename().string() + ", implementing " +
+                                                config.rule + "), LibTorch, CPU, " + config.dtype,
+                                 .unit_roundoff = u,
+                                 .io_roundoff = u,
+                                 .make =
+                                     [stepper] {
+                                       static const bool configured = (configure_cpu_compute(1), true);
+                                       (void)configured;
+                                       return std::make_unique<ScriptRule>(*stepper);
+                                     },
+                                 .only_rule = config.rule,
+                                 .declaration = {}};
+  if (!config.declared) return impl;
+  rules::RuleDeclaration decl = declaration_of(where, stepper, config, reports_step);
   impl.description = "a TorchScript rule (" + file.filename().string() +
                      (decl.reference.empty() ? std::string() : ", reference " + decl.reference) + "), LibTorch, CPU, " +
                      config.dtype;

@@ -163,6 +163,72 @@ enum class PaperSizeReference { kCore, kRateAndCapTenPercent, kCapWholeTensor };
 constexpr PaperSizeReference kPaperSizeReferences[] = {
     PaperSizeReference::kCore, PaperSizeReference::kRateAndCapTenPercent, PaperSizeReference::kCapWholeTensor};
 
+// One of a paper-size run's references to core/: its frames, moments and how far the implementation
+// has moved from it.
+struct Reference {
+  PaperSizeReference kind;
+  Frames<double> w;
+  RiemannianAdamState<double> state;
+  double worst = 0;
+  int steps_run = 0, capped_steps = 0;
+};
+
+// One step of a reference at RATE on the gradients G_IN: core/'s rule, or its mutant (a rate and a
+// cap 10 % larger, or the cap taken over the whole [H, d, r] step).
+void step_reference(Reference& ref, FrameRule rule, double rate, double eps, const Frames<double>& g_in) {
+  const double bump = ref.kind == PaperSizeReference::kRateAndCapTenPercent ? 1.1 : 1.0;
+  auto hyper = adam_rule_hyper<double>(rule, rate * bump, eps);
+  const std::optional<double> cap = hyper.cap_tau;
+  if (hyper.cap_tau) *hyper.cap_tau *= bump;
+  if (ref.kind == PaperSizeReference::kCapWholeTensor) hyper.cap_tau.reset();
+  auto dir = riemannian_adam_direction<double>(ref.w, g_in, ref.state, hyper);
+  if (ref.kind == PaperSizeReference::kCapWholeTensor && cap) {
+    double total = 0;
+    for (const auto& e : dir.eta) total += e.squaredNorm();
+    total = std::sqrt(total);
+    const double limit = *cap * std::sqrt(double(ref.w.front().cols()));
+    if (total > limit)
+      for (auto& e : dir.eta) e *= limit / total;
+  }
+  ref.capped_steps += std::any_of(dir.report.capped.begin(), dir.report.capped.end(), [](bool b) { return b; });
+  auto next = finish_riemannian_adam_step<double>(ref.w, std::move(dir), hyper);
+  ref.w = std::move(next.frames);
+  ref.state = std::move(next.state);
+}
+
+// The implementation's isometry error over a run: its largest, over the first and the last 100
+// steps, and the unit roundoff it is judged at.
+struct RunIsometry {
+  double max, first, last, unit_roundoff;
+};
+
+// A reference's result for one task into R (the worse of the tasks): the difference, and for core/
+// itself the frames' isometry, and a run where the cap never binds failing the claim.
+void record_reference(CheckResult& r, const Reference& ref, const std::string& task, const Case& c, double normaliser,
+                      const RunIsometry& iso) {
+  double ratio = ref.worst / normaliser;
+  nlohmann::json detail = {{"max_difference", ref.worst}, {"steps", c.steps}, {"steps_run", ref.steps_run}};
+  if (ref.kind == PaperSizeReference::kCore) {
+    detail["steps_capped"] = ref.capped_steps;
+    detail["isometry_running_max"] = iso.max;
+    detail["isometry_first_100_steps"] = iso.first;
+    detail["isometry_last_100_steps"] = iso.last;
+    // The frames stay on St(d, r): the isometry error within d*r of the frames' unit roundoff
+    // (update-long-run-isometry's factor), whichever is the larger ratio.
+    const double iso_unit = iso.unit_roundoff * double(c.d * c.r);
+    detail["isometry_ratio"] = iso.max / iso_unit;
+    ratio = worse(ratio, iso.max / iso_unit);
+    // Where the cap never binds, the run is not the one the claim states.
+    if (ref.capped_steps == 0) ratio = std::numeric_limits<double>::infinity();
+  }
+  r.detail[task] = detail;
+  if (!(ratio <= r.ratio)) {
+    r.ratio = ratio;
+    r.residual = ref.worst;
+    r.normaliser = normaliser;
+  }
+}
+
 // One run of each shape: the implementation every step, each reference until its running maximum
 // difference is past the control margin (a running maximum never falls). Results by reference.
 std::array<CheckResult, 3> paper_size_runs(const RuleImplementation& impl, double tolerance, double margin) {
@@ -188,13 +254,6 @@ std::array<CheckResult, 3> paper_size_runs(const RuleImplementation& impl, doubl
     auto mine_rule = impl.make();
     mine_rule->start(w0, settings_of(rule, schedule_factor(shape.schedule, 0, c.steps), shape.eps));
     Frames<double> mine = w0;
-    struct Reference {
-      PaperSizeReference kind;
-      Frames<double> w;
-      RiemannianAdamState<double> state;
-      double worst = 0;
-      int steps_run = 0, capped_steps = 0;
-    };
     std::vector<Reference> refs;
     for (const auto kind : kPaperSizeReferences)
       refs.push_back(
@@ -213,52 +272,14 @@ std::array<CheckResult, 3> paper_size_runs(const RuleImplementation& impl, doubl
       const Frames<double> g_in = rounded_to_unit<double>(g, impl.io_roundoff);
       for (Reference& ref : refs) {
         if (ref.kind != PaperSizeReference::kCore && !(ref.worst < margin * tolerance * normaliser)) continue;
-        const double bump = ref.kind == PaperSizeReference::kRateAndCapTenPercent ? 1.1 : 1.0;
-        auto hyper = adam_rule_hyper<double>(rule, rate * bump, shape.eps);
-        const std::optional<double> cap = hyper.cap_tau;
-        if (hyper.cap_tau) *hyper.cap_tau *= bump;
-        if (ref.kind == PaperSizeReference::kCapWholeTensor) hyper.cap_tau.reset();
-        auto dir = riemannian_adam_direction<double>(ref.w, g_in, ref.state, hyper);
-        if (ref.kind == PaperSizeReference::kCapWholeTensor && cap) {
-          double total = 0;
-          for (const auto& e : dir.eta) total += e.squaredNorm();
-          total = std::sqrt(total);
-          const double limit = *cap * std::sqrt(double(c.r));
-          if (total > limit)
-            for (auto& e : dir.eta) e *= limit / total;
-        }
-        ref.capped_steps += std::any_of(dir.report.capped.begin(), dir.report.capped.end(), [](bool b) { return b; });
-        auto next = finish_riemannian_adam_step<double>(ref.w, std::move(dir), hyper);
-        ref.w = std::move(next.frames);
-        ref.state = std::move(next.state);
+        step_reference(ref, rule, rate, shape.eps, g_in);
         ref.steps_run = t + 1;
         ref.worst = worse(ref.worst, max_abs_difference(ref.w, mine));
       }
     }
-    for (const Reference& ref : refs) {
-      CheckResult& r = out[std::size_t(ref.kind)];
-      double ratio = ref.worst / normaliser;
-      nlohmann::json detail = {{"max_difference", ref.worst}, {"steps", c.steps}, {"steps_run", ref.steps_run}};
-      if (ref.kind == PaperSizeReference::kCore) {
-        detail["steps_capped"] = ref.capped_steps;
-        detail["isometry_running_max"] = iso_max;
-        detail["isometry_first_100_steps"] = iso_first;
-        detail["isometry_last_100_steps"] = iso_last;
-        // The frames stay on St(d, r): the isometry error within d*r of the frames' unit roundoff
-        // (update-long-run-isometry's factor), whichever is the larger ratio.
-        const double iso_unit = std::max(impl.unit_roundoff, impl.io_roundoff) * double(c.d * c.r);
-        detail["isometry_ratio"] = iso_max / iso_unit;
-        ratio = worse(ratio, iso_max / iso_unit);
-        // Where the cap never binds, the run is not the one the claim states.
-        if (ref.capped_steps == 0) ratio = std::numeric_limits<double>::infinity();
-      }
-      r.detail[shape.task] = detail;
-      if (!(ratio <= r.ratio)) {
-        r.ratio = ratio;
-        r.residual = ref.worst;
-        r.normaliser = normaliser;
-      }
-    }
+    for (const Reference& ref : refs)
+      record_reference(out[std::size_t(ref.kind)], ref, shape.task, c, normaliser,
+                       {iso_max, iso_first, iso_last, std::max(impl.unit_roundoff, impl.io_roundoff)});
   }
   return out;
 }

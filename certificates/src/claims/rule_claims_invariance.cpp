@@ -253,7 +253,7 @@ CheckResult decay_annihilated(const RuleImplementation& impl, const Case& c, Dec
   // 1e-6 of the base scale): its lambda is 10^[-4, -1] times the smallest gradient norm.
   // So does one whose gradients cross in float32 (the float32 trainer): G + lambda W rounded to float32
   // keeps G only to u_io lambda sqrt(r) / ||G||.
-  const double case_lambda = impl.io_roundoff > impl.unit_roundoff
+  const double case_lambda = coarse_arithmetic(impl) || impl.io_roundoff > impl.unit_roundoff
                                  ? gradient_norm_range(c).first * pow10(std::min(c.log10_c, 0.0) - 1)
                                  : pow10(c.log10_scale + c.log10_c);
   const double lambda = mutant == DecayMutant::kTangentDirection
