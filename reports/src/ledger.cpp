@@ -294,6 +294,16 @@ void check_claims_file(const json& claims_file, const std::string& source) {
   throw ExperimentError(where + v[0] + " (" + schema::claims().name() + ")");
 }
 
+// Each claim once: two rows of one id (with contradictory verdicts, perhaps) would make the ledger
+// say two things of one claim.
+void check_unique_ids(const json& claims_file, const std::string& source) {
+  std::set<std::string> ids;
+  for (const auto& c : claims_file["claims"])
+    if (!ids.insert(c["id"].get<std::string>()).second)
+      throw ExperimentError(source + ": claim " + c["id"].get<std::string>() +
+                            " appears twice (each claim is one row of the ledger)");
+}
+
 // "cpu (n = 5000, 12 epochs, 6 seeds)": the profile and the budget it ran.
 std::string budget_label(const json& table) {
   std::string label = table["profile"];
@@ -467,6 +477,7 @@ const char* const kVerdictRules =
 json build_ledger(const json& claims_file, const std::vector<json>& tables, const json& certificate,
                   const std::string& source) {
   check_claims_file(claims_file, source);
+  check_unique_ids(claims_file, source);
   json rows = json::array();
   VerdictCounts n;
   for (const auto& claim : claims_file["claims"]) {
@@ -507,9 +518,10 @@ std::string ledger_markdown(const json& l) {
      << l["verdicts"].get<std::string>() << "\n\n"
      << "| # | claim | where | paper | ours at the paper's budget | verdict | reduced-budget evidence | reduced-budget "
         "verdict |\n|---|---|---|---|---|---|---|---|\n";
+  // A cell of one row: '|' escaped, and a line break (a claim's text may hold one) written as a space.
   auto esc = [](std::string x) {
     std::string o;
-    for (char c : x) o += c == '|' ? std::string("\\|") : std::string(1, c);
+    for (char c : x) o += c == '|' ? std::string("\\|") : c == '\n' || c == '\r' ? std::string(" ") : std::string(1, c);
     return o;
   };
   // "cpu (n = 5000, 12 epochs, 6 seeds): value — source"; certificate evidence has no budget.

@@ -312,6 +312,25 @@ TEST(Ledger, CertifiedCorrectionsRefuteTheirClaim) {
 // The claims file is checked whole at load time (the fuzzer found a theory claim without
 // "certificate" read through nlohmann's const operator[], a use after free): every malformed claim
 // is refused naming the claim and the field.
+// One claim is one row: an id given twice (with contradictory verdicts, perhaps) is refused, and a
+// line break in a claim's text stays inside its row of the Markdown table.
+TEST(Ledger, AClaimIdTwiceIsRefusedAndALineBreakStaysInItsRow) {
+  const json theory = {{"id", "t"},    {"claim", "one\ntwo | three"}, {"where", "w"},
+                       {"paper", "p"}, {"kind", "theory"},             {"certificate", {"prop1-joint-gauge"}}};
+  json other = theory;
+  other["claim"] = "the same id, another claim";
+  try {
+    build_ledger({{"claims", {theory, other}}}, {}, nullptr, "claims.json");
+    ADD_FAILURE() << "a claim id given twice was accepted";
+  } catch (const ExperimentError& e) {
+    EXPECT_NE(std::string(e.what()).find("claims.json: claim t appears twice"), std::string::npos) << e.what();
+  }
+  const std::string md = ledger_markdown(build_ledger({{"claims", {theory}}}, {}, nullptr, "claims.json"));
+  EXPECT_NE(md.find("| 1 | one two \\| three |"), std::string::npos) << md;
+  const std::string table = md.substr(md.find("| # |"));
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 3) << table;  // header, rule, one row
+}
+
 TEST(Ledger, MalformedClaimsAreRefusedNamingTheClaimAndTheField) {
   const json theory = {{"id", "t"},    {"claim", "c"},     {"where", "w"},
                        {"paper", "p"}, {"kind", "theory"}, {"certificate", {"prop1-joint-gauge"}}};
