@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cmath>
 #include <cstring>
@@ -49,13 +50,38 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Scratch space of one report's figures: a private folder made by mkdtemp (mode 0700), files created
-// with O_EXCL|O_NOFOLLOW (never through a link, never a file that was already there), and the folder
-// removed with everything in it on every path out, gnuplot's failures included.
+// The scratch folders that reports killed before their end (SIGKILL runs no destructor) left in
+// TMP: those named by a process that no longer exists, owned by this user, folders and not links.
+void remove_abandoned_scratch(const fs::path& tmp) {
+  std::error_code ec;
+  for (fs::directory_iterator it(tmp, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string prefix = "stiefel-plot-";
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::size_t dash = name.find('-', prefix.size());
+    const std::string pid_text = name.substr(prefix.size(), dash == std::string::npos ? 0 : dash - prefix.size());
+    if (pid_text.empty() || pid_text.size() > 9 || pid_text.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    const pid_t pid = pid_t(std::stol(pid_text));
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // its report is running (or not ours to judge)
+    std::error_code remove_error;
+    fs::remove_all(it->path(), remove_error);  // removes links themselves, never what they point to
+  }
+}
+
+// Scratch space of one report's figures: a private folder made by mkdtemp (mode 0700) and named by
+// this process, files created with O_EXCL|O_NOFOLLOW (never through a link, never a file that was
+// already there), and the folder removed with everything in it on every path out, gnuplot's
+// failures included; what a killed report left is removed by the next one.
 class ScratchFolder {
  public:
   ScratchFolder() {
-    std::string pattern = (fs::temp_directory_path() / "stiefel-plot-XXXXXX").string();
+    remove_abandoned_scratch(fs::temp_directory_path());
+    std::string pattern =
+        (fs::temp_directory_path() / ("stiefel-plot-" + std::to_string(::getpid()) + "-XXXXXX")).string();
     if (!::mkdtemp(pattern.data()))
       throw io::IoError(pattern + ": cannot make a private scratch folder for the figures (" + std::strerror(errno) +
                         ")");

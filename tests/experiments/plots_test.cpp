@@ -2,6 +2,8 @@
 // a failing gnuplot leaves nothing behind, and each arm keeps its colour and label.
 #include "experiments_support.h"
 
+#include <sys/wait.h>
+
 using namespace stiefel_experiments_test;
 
 namespace {
@@ -142,6 +144,32 @@ TEST(Plots, AFailingGnuplotLeavesNoScratchFolderAndNoFigure) {
   }
   EXPECT_TRUE(fs::is_empty(t.dir / "tmp"));
   EXPECT_TRUE(!fs::exists(t.dir / "out") || fs::is_empty(t.dir / "out"));
+}
+
+// A report killed while drawing (SIGKILL: no destructor runs) leaves its scratch folder; the next
+// report removes it, and leaves alone a folder of a process that is alive, or that is not a folder.
+TEST(Plots, AKilledReportsScratchFolderIsRemovedByTheNext) {
+  ResultsFolder t("abandoned");
+  fs::create_directories(t.dir / "tmp");
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // a process that no longer exists
+  const auto dead = t.dir / "tmp" / ("stiefel-plot-" + std::to_string(child) + "-Ab12Cd");
+  const auto alive = t.dir / "tmp" / ("stiefel-plot-" + std::to_string(getppid()) + "-Ef34Gh");
+  fs::create_directories(dead);
+  std::ofstream(dead / "figure.gp") << "plot x";
+  fs::create_directories(alive);
+  std::ofstream(t.dir / "tmp" / ("stiefel-plot-" + std::to_string(child) + "-file")) << "a file";
+  fs::create_directories(t.dir / "bin");
+  std::ofstream(t.dir / "bin" / "gnuplot") << "#!/bin/sh\nexit 1\n";
+  fs::permissions(t.dir / "bin" / "gnuplot", fs::perms::owner_all);
+  const ScopedEnv path("PATH", (t.dir / "bin").string());
+  const ScopedEnv tmpdir("TMPDIR", (t.dir / "tmp").string());
+  EXPECT_THROW(draw_plots(hostile_table(t.dir / "ran", t.dir / "results"), (t.dir / "out").string(), "x-paper"),
+               ExperimentError);
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(alive));
+  EXPECT_TRUE(fs::exists(t.dir / "tmp" / ("stiefel-plot-" + std::to_string(child) + "-file")));
 }
 
 // A table that lacks a field, or whose curve columns differ in length, is an error (out_of_range)
