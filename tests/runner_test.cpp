@@ -129,6 +129,11 @@ TEST_F(Runner, TheStateOfEachRunFolder) {
   EXPECT_EQ(run_status(grid.run_dir(3)).state, RunState::failed);
   write(grid.run_dir(3) / "run.json", "{\"status\": ");
   EXPECT_EQ(run_status(grid.run_dir(3)).state, RunState::failed);
+  // A folder that cannot be looked into (here a name over NAME_MAX: ENAMETOOLONG, as EACCES would)
+  // is that run's failure, named; it throws nothing at the grid.
+  const auto beyond = run_status(grid.run_dir(3) / std::string(300, 'n'));
+  EXPECT_EQ(beyond.state, RunState::failed);
+  EXPECT_NE(beyond.detail.find("its folder cannot be read (File name too long)"), std::string::npos) << beyond.detail;
   EXPECT_TRUE(stiefel::runner::is_finished(RunState::completed));
   EXPECT_TRUE(stiefel::runner::is_finished(RunState::diverged));
   EXPECT_FALSE(stiefel::runner::is_finished(RunState::repair));

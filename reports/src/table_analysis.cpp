@@ -245,7 +245,9 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
     if (run.group != gid || run.arm != aid) continue;
     ++a.planned;
     const auto path = fs::path(dir) / "runs" / run.id / "run.json";
-    if (!fs::exists(path)) continue;
+    std::error_code unreadable;
+    if (!fs::exists(path, unreadable) && !unreadable) continue;
+    if (unreadable) throw ExperimentError(path.string() + ": cannot be read (" + unreadable.message() + ")");
     const auto rec = read_json_file(path.string());
     check_run_record(rec, path.string());
     if (const auto why = cell_mismatch(rec, run); !why.empty()) {

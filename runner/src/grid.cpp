@@ -323,13 +323,22 @@ RunStatus run_status(const Grid& g, std::size_t k) {
 RunStatus run_status(const fs::path& dir) {
   RunStatus s;
   const auto record = dir / "run.json", log = dir / "log.txt";
-  if (!fs::exists(record) && !fs::exists(log)) {
+  // A folder that cannot be looked into (no permission, a name longer than the file system takes) is
+  // this run's problem, named, and never the whole grid's: the other runs are listed and run.
+  std::error_code record_error, log_error;
+  const bool has_record = fs::exists(record, record_error), has_log = fs::exists(log, log_error);
+  if (record_error || log_error) {
+    s.state = RunState::failed;
+    s.detail = "its folder cannot be read (" + (record_error ? record_error : log_error).message() + ")";
+    return s;
+  }
+  if (!has_record && !has_log) {
     s.state = io::folder_lock_held(dir) ? RunState::running : RunState::missing;
     return s;
   }
   std::string status;
   try {
-    if (fs::exists(record)) {
+    if (has_record) {
       const auto run = reports::read_json_file(record.string());
       if (!run.is_object()) throw reports::ExperimentError(record.string() + ": not a JSON object");
       status = run.contains("status") && run["status"].is_string() ? run["status"].get<std::string>() : "";

@@ -315,8 +315,8 @@ TEST(Ledger, CertifiedCorrectionsRefuteTheirClaim) {
 // One claim is one row: an id given twice (with contradictory verdicts, perhaps) is refused, and a
 // line break in a claim's text stays inside its row of the Markdown table.
 TEST(Ledger, AClaimIdTwiceIsRefusedAndALineBreakStaysInItsRow) {
-  const json theory = {{"id", "t"},    {"claim", "one\ntwo | three"}, {"where", "w"},
-                       {"paper", "p"}, {"kind", "theory"},             {"certificate", {"prop1-joint-gauge"}}};
+  const json theory = {{"id", "t"},        {"claim", "one\ntwo | three"},         {"where", "w"}, {"paper", "p"},
+                       {"kind", "theory"}, {"certificate", {"prop1-joint-gauge"}}};
   json other = theory;
   other["claim"] = "the same id, another claim";
   try {
