@@ -188,6 +188,12 @@ ResolvedExperiment resolve(const json& d, const std::string& profile, const std:
   for (int s = 0; s < seeds; ++s) r.seeds.push_back(std::uint64_t(s));
   for (const auto& g : groups) r.groups.push_back(g["id"]);
   for (const auto& a : arms) r.arms.push_back(a["id"]);
+  // The grid's size bounded before it is laid out (a definition stored with results has not
+  // necessarily met the schema's bounds on its lists).
+  if (groups.size() * arms.size() * r.seeds.size() > kMaxGridRuns)
+    fail(source, std::to_string(groups.size()) + " groups x " + std::to_string(arms.size()) + " arms x " +
+                     std::to_string(r.seeds.size()) + " seeds: more than " + std::to_string(kMaxGridRuns) +
+                     " runs in one grid");
 
   // Seed-major order (every arm of seed 0, then of seed 1, …), so that a grid stopped part-way
   // holds complete paired seeds; arms marked "variant" (readings the paper does not state) run

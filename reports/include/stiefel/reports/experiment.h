@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ nlohmann::json load_definition(const std::string& path);
 
 // The most seeds a grid runs (experiment.schema.json's seed_count says the same).
 inline constexpr int kMaxSeeds = 1000;
+// The most runs one grid may hold (groups x arms x seeds): the paper's largest grid has 66; a stored
+// definition of 100 arms x 100 groups x 1 000 seeds (6 KB) would have a report build tables of 10^7
+// runs (measured: 2.9 GB, then bad_alloc).
+inline constexpr std::size_t kMaxGridRuns = 10000;
 
 // The grid of one profile. Throws ExperimentError for an unknown profile, a bad override or a seed
 // count outside [1, kMaxSeeds].
