@@ -239,6 +239,22 @@ TEST(ExperimentGrid, AGridOfMoreRunsThanTheBoundIsRefused) {
   EXPECT_EQ(resolve(d, "paper", "t.json").runs.size(), 10000u);
 }
 
+// A JSON file over 32 MiB (a run record of 256 MiB took 4.1 GB to parse) is refused by its size,
+// before a byte of it is parsed; a sparse file costs no disk.
+TEST(Files, AJsonFileOverTheBoundIsRefusedByItsSize) {
+  ResultsFolder f("oversized");
+  const auto path = f.dir / "run.json";
+  std::ofstream(path) << "{}";
+  fs::resize_file(path, kMaxJsonBytes + 1);
+  try {
+    read_json_file(path.string());
+    ADD_FAILURE() << "a JSON file over the bound was read";
+  } catch (const ExperimentError& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than a JSON file can be (at most 32 MiB)"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(RunRecord, EpochsMissingRepeatedOrRenumberedAreRefused) {
   const auto good = image_run(4, 0.6, 0.55);
   EXPECT_NO_THROW(check_run_record(good, "r.json"));

@@ -67,9 +67,11 @@ nlohmann::json cell_setting(const RunSpec& cell, const std::string& key);
 // The command-line arguments of `stiefel train` for one run (without --out/--resume).
 std::vector<std::string> train_arguments(const RunSpec& run);
 
-// What read_json_file accepts: a regular file of at most 256 MiB (a 20 000-epoch run record is about
-// 10 MiB), nested at most schema::kMaxDepth levels deep.
-inline constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t(256) << 20;
+// What read_json_file accepts: a regular file of at most 32 MiB, nested at most schema::kMaxDepth
+// levels deep. The largest committed record is 0.73 MB (Table 3's n = 1k, 500 epochs; a 20 000-epoch
+// grokking record, evaluated every 100 epochs, is smaller); parsed JSON takes about 16 times its
+// bytes, so a file at the bound costs about 0.5 GB (at 256 MiB it took 4.1 GB).
+inline constexpr std::uintmax_t kMaxJsonBytes = std::uintmax_t(32) << 20;
 
 // Reads a JSON file; throws ExperimentError("PATH: ...") when it is missing, not a regular file (a
 // FIFO, a device, a folder), larger or deeper than the bounds above, or malformed.
