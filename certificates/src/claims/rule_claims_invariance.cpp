@@ -225,24 +225,14 @@ const std::vector<FrameRule> kDecayRules = {FrameRule::kB2,           FrameRule:
 double quotient_amplification(const Case& c, const RuleSettings& s) {
   if (!s.adaptive || s.moment != SecondMoment::kElementwise) return 1;
   const RiemannianAdamHyper<double> hyper = rules::adam_hyper_of(s);
-  Rng rng(c.seed);
-  Frames<double> w = random_frames<double>(rng, {c.d, c.r}, c.heads);
-  Frames<double> persistent;
-  for (int h = 0; h < c.heads; ++h) persistent.push_back(gaussian_matrix<double>(rng, c.d, c.r));
-  auto state = make_riemannian_adam_state<double>(w, hyper.moment);
   double amplification = 1;
-  for (int t = 0; t < c.steps; ++t) {
-    const Frames<double> g = sequence_gradients<double>(rng, persistent, c, t, 1.0);
-    auto dir = riemannian_adam_direction<double>(w, g, state, hyper);
+  run_adam<double>(c, hyper, 1.0, [&](int t, const Frames<double>&, const RiemannianAdamDirection<double>& dir) {
     const double bias2 = 1 - std::pow(hyper.beta2, double(t + 1));
-    for (std::size_t h = 0; h < w.size(); ++h) {
+    for (std::size_t h = 0; h < dir.state.v.size(); ++h) {
       const double floor = ((dir.state.v[h].array() / bias2).sqrt() + hyper.eps).minCoeff();
       amplification = std::max(amplification, dir.report.tangent_norm[h] / std::max(floor, 1e-300));
     }
-    auto next = finish_riemannian_adam_step<double>(w, std::move(dir), hyper);
-    w = std::move(next.frames);
-    state = std::move(next.state);
-  }
+  });
   return amplification;
 }
 
