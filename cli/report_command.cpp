@@ -95,13 +95,14 @@ int run_report(const Options& o) {
   const auto ledger = reports::build_ledger(claims, tables, certificate, o.claims);
   // Every figure's script is made (an unknown plot kind, an x no axis can show) before any file is
   // written; gnuplot then draws them.
-  if (!o.no_plots)
-    for (const auto& t : tables)
-      for (const auto& kind : t.value("plots", json::array())) (void)reports::figure_script(t, kind.get<std::string>());
   for (const auto& name : {std::string("CLAIMS.md"), std::string("claims.json")})
     io::check_output_path(fs::path(o.out) / name);
-  for (const auto& [stem, _] : stems)
+  for (const auto& t : tables) {
+    const std::string stem = t["stem"].get<std::string>();
     for (const char* ext : {".md", ".json"}) io::check_output_path(fs::path(o.out) / (stem + ext));
+    if (!o.no_plots)
+      for (const auto& figure : reports::figure_names(t, stem)) io::check_output_path(fs::path(o.out) / figure);
+  }
   // Two reports into one --out would leave a mix of both (one's tables, the other's figures): one at a
   // time, by a lock on the folder itself (nothing is added to it), held until this one is written.
   fs::create_directories(o.out);
@@ -112,12 +113,22 @@ int run_report(const Options& o) {
     throw std::invalid_argument("--out " + o.out +
                                 ": another stiefel report is writing into it (it holds the folder's lock); run one "
                                 "at a time");
-  for (auto& t : tables) {
+  // gnuplot draws every figure before the first file is written: a figure it cannot draw leaves
+  // --out as it was.
+  std::vector<std::vector<reports::RenderedFigure>> figures(tables.size());
+  if (!o.no_plots)
+    for (std::size_t i = 0; i < tables.size(); ++i)
+      figures[i] = reports::render_plots(tables[i], tables[i]["stem"].get<std::string>());
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    auto& t = tables[i];
     const std::string stem = t["stem"].get<std::string>();
     t.erase("stem");
     if (!o.no_plots) {
       json files = json::array();
-      for (const auto& f : reports::draw_plots(t, o.out, stem)) files.push_back(fs::path(f).filename().string());
+      for (const auto& f : figures[i]) {
+        io::write_file_atomically((fs::path(o.out) / f.name).string(), f.png);
+        files.push_back(f.name);
+      }
       t["figures"] = files;
     }
     std::string md = reports::table_markdown(t);

@@ -78,6 +78,58 @@ void add_model_options(CLI::App* cmd, training::TrainConfig* cfg) {
       ->capture_default_str();
 }
 
+// --batch-seed SEED=DIR: the configuration of each seed's run, the first being cfg's own.
+std::vector<training::TrainConfig> batch_configs(const training::TrainConfig& cfg,
+                                                 const std::vector<std::string>& batch) {
+  std::vector<training::TrainConfig> configs{cfg};
+  for (const auto& item : batch) {
+    const auto eq = item.find('=');
+    std::size_t used = 0;
+    training::TrainConfig c = cfg;
+    try {
+      if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) throw std::invalid_argument(item);
+      const auto seed = std::stoll(item.substr(0, eq), &used);
+      if (used != eq || seed < 0) throw std::invalid_argument(item);
+      c.seed = std::uint64_t(seed);
+    } catch (const std::logic_error&) {
+      throw std::invalid_argument("--batch-seed " + item + ": expected SEED=DIR (a non-negative seed)");
+    }
+    c.out = item.substr(eq + 1);
+    configs.push_back(c);
+  }
+  return configs;
+}
+
+int train_batch(const training::TrainConfig& cfg, const std::vector<std::string>& batch) {
+  const auto configs = batch_configs(cfg, batch);
+  int code = 0;
+  const auto runs = training::train_seed_batch(configs, std::cerr);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string status = runs[i].value("status", "");
+    std::cerr << "run " << status << ": " << configs[i].out << "/run.json";
+    if (status == "diverged") code = 3;
+    if (runs[i].contains("final") && runs[i]["final"].contains("test_acc"))
+      std::cerr << "  test accuracy " << runs[i]["final"]["test_acc"].get<double>();
+    std::cerr << "\n";
+  }
+  return code;
+}
+
+int train_one(const training::TrainConfig& cfg) {
+  const auto run = training::train(cfg, std::cerr);  // DataError (bad data) exits 1
+  if (run.value("status", "") == "diverged") {
+    const auto& d = run["divergence"];
+    std::cerr << "run diverged: " << cfg.out << "/run.json: non-finite " << d["tensor"].get<std::string>()
+              << " at epoch " << d["epoch"] << ", step " << d["step"] << "\n";
+    return 3;
+  }
+  std::cerr << "run " << run.value("status", "") << ": " << cfg.out << "/run.json";
+  if (run.contains("final") && run["final"].contains("test_acc"))
+    std::cerr << "  test accuracy " << run["final"]["test_acc"].get<double>();
+  std::cerr << "\n";
+  return 0;
+}
+
 }  // namespace
 
 void add_train_command(CLI::App& app, int& exit_code) {
@@ -121,49 +173,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "SEED=DIR: train seed SEED into DIR as well, in this process, every step of all the runs through one "
                   "batched forward (grok; repeatable; each record is the one its own run writes)");
   cmd->callback([cfg, batch, &exit_code] {
-    run_command("train", exit_code, [&] {
-      if (!batch->empty()) {
-        std::vector<training::TrainConfig> configs{*cfg};
-        for (const auto& item : *batch) {
-          const auto eq = item.find('=');
-          std::size_t used = 0;
-          training::TrainConfig c = *cfg;
-          try {
-            if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) throw std::invalid_argument(item);
-            const auto seed = std::stoll(item.substr(0, eq), &used);
-            if (used != eq || seed < 0) throw std::invalid_argument(item);
-            c.seed = std::uint64_t(seed);
-          } catch (const std::logic_error&) {
-            throw std::invalid_argument("--batch-seed " + item + ": expected SEED=DIR (a non-negative seed)");
-          }
-          c.out = item.substr(eq + 1);
-          configs.push_back(c);
-        }
-        int code = 0;
-        const auto runs = training::train_seed_batch(configs, std::cerr);
-        for (std::size_t i = 0; i < runs.size(); ++i) {
-          const std::string status = runs[i].value("status", "");
-          std::cerr << "run " << status << ": " << configs[i].out << "/run.json";
-          if (status == "diverged") code = 3;
-          if (runs[i].contains("final") && runs[i]["final"].contains("test_acc"))
-            std::cerr << "  test accuracy " << runs[i]["final"]["test_acc"].get<double>();
-          std::cerr << "\n";
-        }
-        return code;
-      }
-      const auto run = training::train(*cfg, std::cerr);  // DataError (bad data) exits 1
-      if (run.value("status", "") == "diverged") {
-        const auto& d = run["divergence"];
-        std::cerr << "run diverged: " << cfg->out << "/run.json: non-finite " << d["tensor"].get<std::string>()
-                  << " at epoch " << d["epoch"] << ", step " << d["step"] << "\n";
-        return 3;
-      }
-      std::cerr << "run " << run.value("status", "") << ": " << cfg->out << "/run.json";
-      if (run.contains("final") && run["final"].contains("test_acc"))
-        std::cerr << "  test accuracy " << run["final"]["test_acc"].get<double>();
-      std::cerr << "\n";
-      return 0;
-    });
+    run_command("train", exit_code, [&] { return batch->empty() ? train_one(*cfg) : train_batch(*cfg, *batch); });
   });
 }
 

@@ -134,8 +134,7 @@ void check_profiles(const json& d, const std::vector<json>& arms, const std::str
 
 // The definition, checked against experiment.schema.json (every key known, every value of its
 // type), then for what a schema cannot say: arms the registry has, ids that refer to arms, unique ids.
-json load_definition(const std::string& path) {
-  json d = read_json_file(path);
+void check_definition(const json& d, const std::string& path) {
   try {
     schema::experiment_definition().check(d, path);
   } catch (const std::invalid_argument& e) {
@@ -146,6 +145,11 @@ json load_definition(const std::string& path) {
   id_list(d, "groups", path);
   if (d.contains("baseline") && !names_an_arm(arms, d["baseline"])) fail(path, "\"baseline\" names no arm");
   check_profiles(d, arms, path);
+}
+
+json load_definition(const std::string& path) {
+  json d = read_json_file(path);
+  check_definition(d, path);
   return d;
 }
 

@@ -536,15 +536,15 @@ void check_png_complete(const std::string& png, const fs::path& figure) {
 }
 
 // Writes the figure's data files and script into a fresh scratch folder, has gnuplot draw it
-// there, and moves the PNG into place atomically.
-void render(const FigureScript& f, const fs::path& figure) {
+// there, and returns the PNG's bytes (FIGURE names it in errors).
+std::string render(const FigureScript& f, const fs::path& figure) {
   const ScratchFolder work;
   for (const auto& [name, content] : f.files) work.write(name, content);
   work.write("figure.gp", f.script);
   run_gnuplot(work, "figure.gp");
-  const std::string png = work.read("figure.png", std::size_t(64) << 20);
+  std::string png = work.read("figure.png", std::size_t(64) << 20);
   check_png_complete(png, figure);
-  io::write_file_atomically(figure, png);
+  return png;
 }
 
 }  // namespace
@@ -561,16 +561,37 @@ FigureScript figure_script(const json& t, const std::string& kind) {
   return out;
 }
 
-std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, const std::string& stem) {
-  std::vector<std::string> written;
-  if (!t.contains("plots") || t.at("plots").empty()) return written;
-  fs::create_directories(out_dir);
+std::vector<RenderedFigure> render_plots(const json& t, const std::string& stem) {
+  std::vector<RenderedFigure> out;
+  if (!t.contains("plots")) return out;
   for (const auto& kind_j : t.at("plots")) {
     const std::string kind = kind_j;
     const auto script = figure_script(t, kind);
     if (script.script.empty()) continue;
-    const fs::path figure = fs::path(out_dir) / (stem + "-" + kind + ".png");
-    render(script, figure);
+    const std::string name = stem + "-" + kind + ".png";
+    out.push_back({name, render(script, name)});
+  }
+  return out;
+}
+
+std::vector<std::string> figure_names(const json& t, const std::string& stem) {
+  std::vector<std::string> out;
+  if (!t.contains("plots")) return out;
+  for (const auto& kind_j : t.at("plots")) {
+    const std::string kind = kind_j;
+    if (!figure_script(t, kind).script.empty()) out.push_back(stem + "-" + kind + ".png");
+  }
+  return out;
+}
+
+std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, const std::string& stem) {
+  std::vector<std::string> written;
+  const auto figures = render_plots(t, stem);  // all drawn before the first is written
+  if (figures.empty()) return written;
+  fs::create_directories(out_dir);
+  for (const auto& f : figures) {
+    const fs::path figure = fs::path(out_dir) / f.name;
+    io::write_file_atomically(figure, f.png);
     written.push_back(figure.string());
   }
   return written;

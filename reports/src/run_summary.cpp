@@ -155,6 +155,17 @@ void check_run_record(const json& run, const std::string& path) {
   const auto v = schema::run_record().violations(run, 1);
   if (!v.empty()) bad(v[0] + " (" + schema::run_record().name() + "; not a run record of `stiefel train`?)");
   if (const auto why = schema::run_record_sequence_violation(run); !why.empty()) bad(why);
+  // Its parts agree: the final metrics are its last epoch's (as `stiefel train` writes them), and the
+  // settings its options state as given are the ones its config states as run, where the trainer
+  // resolves nothing between them. An edited arm or a forged final result is refused, never averaged.
+  const auto& epochs = run["epochs"];
+  if (run.contains("final") && (epochs.empty() || run["final"] != epochs.back()))
+    bad("its final metrics are not its last epoch's (final is the last epoch's record, as `stiefel train` writes it)");
+  if (run.contains("options"))
+    for (const char* k : {"task", "arm", "seed", "epochs", "device", "init_scale", "threads", "val_n"})
+      if (run["options"].contains(k) && run["config"].contains(k) && run["options"][k] != run["config"][k])
+        bad(std::string("its options state ") + k + " " + run["options"][k].dump() + " but its config ran " +
+            run["config"][k].dump());
 }
 
 GrokMetrics grok_metrics(const json& run, int sustained_windows) {

@@ -14,6 +14,7 @@
 #include <stiefel/io/atomic_file.h>
 #include <stiefel/io/bounded_read.h>
 #include <stiefel/io/sha256.h>
+#include <stiefel/reports/tables.h>
 #include <stiefel/runner/slurm.h>
 
 namespace stiefel::runner {
@@ -361,6 +362,18 @@ RunStatus run_status(const fs::path& dir) {
                        "folder away to rerun the cell";
             return s;
           }
+      // A finished record the reports would refuse (the run schema, its parts disagreeing) is named,
+      // never skipped as finished: the same check as `stiefel report`'s.
+      if (status == "diverged" || status == "completed") {
+        try {
+          reports::check_run_record(run, record.string());
+        } catch (const std::exception& e) {
+          s.state = RunState::mismatched;
+          s.detail = std::string(e.what()).substr(0, 300) +
+                     "; not a record `stiefel report` reads: move the run folder away to rerun the cell";
+          return s;
+        }
+      }
       if (status == "diverged") {
         s.state = RunState::diverged;
         return s;

@@ -183,8 +183,12 @@ std::vector<std::size_t> shard_of_grid(const Grid& g, Shard s, int b) {
   return k;
 }
 
-int run_local(const Grid& g, const std::vector<std::size_t>& indices, const LocalOptions& o, std::ostream& progress) {
-  Tally t;
+namespace {
+
+// The runs of INDICES still to run, the others sorted into T (finished, mismatched, held by another
+// process), with the invocation's opening lines.
+std::vector<std::size_t> plan(Tally& t, const Grid& g, const std::vector<std::size_t>& indices, const LocalOptions& o,
+                              std::ostream& progress) {
   t.grid = g.runs.size();
   t.selected = indices.size();
   t.jobs = o.jobs;
@@ -209,6 +213,34 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
   progress << pending.size() << " to run, " << o.jobs << " at a time\n";
   if (g.experiment.profile_spec.contains("reductions"))
     progress << "reductions: " << g.experiment.profile_spec["reductions"].get<std::string>() << "\n";
+  return pending;
+}
+
+// Starts one group's child (its runs' folders made inside the results folder, the other runs' logs
+// pointing at the first's); its pid, or -1 with the group's runs counted as failed.
+pid_t start_group(Tally& t, const Grid& g, const std::vector<std::size_t>& group, const LocalOptions& o) {
+  try {
+    for (const auto k : group) {
+      check_inside_results(g, k);
+      fs::create_directories(g.run_dir(k));
+    }
+    // A group's child writes its output to its first run's log; the others' logs say where.
+    for (std::size_t i = 1; i < group.size(); ++i)  // appended, as a child's output is, never through a link
+      detail::append_to_log(g.run_dir(group[i]) / "log.txt",
+                            "trained in one process with " + g.runs[group.front()].id + " (--batch-seed): see " +
+                                (g.run_dir(group.front()) / "log.txt").string() + "\n");
+    return detail::spawn_logged(o.executable, group_arguments(g, group), g.run_dir(group.front()) / "log.txt");
+  } catch (const std::exception& e) {  // this group cannot start; the others go on
+    for (const auto k : group) t.failed.push_back(g.runs[k].id + ": " + e.what());
+    return -1;
+  }
+}
+
+}  // namespace
+
+int run_local(const Grid& g, const std::vector<std::size_t>& indices, const LocalOptions& o, std::ostream& progress) {
+  Tally t;
+  const auto pending = plan(t, g, indices, o, progress);
 
   g_stop = 0;
   struct sigaction sa {};
@@ -238,21 +270,7 @@ int run_local(const Grid& g, const std::vector<std::size_t>& indices, const Loca
           group.push_back(k);
       ++next;
       if (group.empty()) continue;
-      try {
-        for (const auto k : group) {
-          check_inside_results(g, k);
-          fs::create_directories(g.run_dir(k));
-        }
-        // A group's child writes its output to its first run's log; the others' logs say where.
-        for (std::size_t i = 1; i < group.size(); ++i)  // appended, as a child's output is, never through a link
-          detail::append_to_log(g.run_dir(group[i]) / "log.txt",
-                                "trained in one process with " + g.runs[group.front()].id + " (--batch-seed): see " +
-                                    (g.run_dir(group.front()) / "log.txt").string() + "\n");
-        running[detail::spawn_logged(o.executable, group_arguments(g, group), g.run_dir(group.front()) / "log.txt")] = {
-            group, Clock::now()};
-      } catch (const std::exception& e) {  // this group cannot start; the others go on
-        for (const auto k : group) t.failed.push_back(g.runs[k].id + ": " + e.what());
-      }
+      if (const pid_t pid = start_group(t, g, group, o); pid > 0) running[pid] = {group, Clock::now()};
     }
     if (running.empty()) break;
     int status = 0;

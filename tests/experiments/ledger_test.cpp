@@ -43,7 +43,8 @@ TEST(Ledger, AValueThatOverflowsDecidesNothing) {
   EXPECT_EQ(scaled({{"type", "within"}, {"value", 0.0}, {"tolerance", 0.0}}), "not run");
 }
 
-TEST(Ledger, VerdictRules) {
+// The sign rules (positive, negative, null), and when a difference is significant.
+TEST(Ledger, SignRules) {
   const json pos = {{"type", "positive"}}, neg = {{"type", "negative"}}, nul = {{"type", "null"}};
   EXPECT_EQ(verdict(pos, table_with(1, 3, 1, 1)), "confirmed");
   EXPECT_EQ(verdict(pos, table_with(-1, 3, 1, 1)), "not confirmed");
@@ -77,6 +78,12 @@ TEST(Ledger, VerdictRules) {
   };
   EXPECT_EQ(contrast_verdict(pos, with_p(table_with(1, 3, 1, 1), 0.22)), "not confirmed");
   EXPECT_EQ(contrast_verdict(pos, with_p(table_with(1, 3, 1, 1), 0.01)), "confirmed");
+}
+
+// The value rules (below, above, within, ratio_above), at their bounds and under a stated scale; the
+// unit a difference is shown in; a smoke table never decides.
+TEST(Ledger, ValueRules) {
+  const json pos = {{"type", "positive"}};
   EXPECT_EQ(verdict({{"type", "below"}, {"value", 2.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "confirmed");
   EXPECT_EQ(verdict({{"type", "below"}, {"value", 1.0}}, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
   EXPECT_EQ(

@@ -334,5 +334,87 @@ grep -q "main/a2/seed-0.*53687091200 bytes, more than any checkpoint" <<<"$statu
 rm -f "$work/huge/runs/main/a2/seed-0/checkpoint.pt"
 echo "18: a 50 GB checkpoint is not hashed; --status names its size"
 
+# 19 (N7): a "completed" record that breaks the run schema is named by --status and by the runner as
+# the report would name it (mismatched, never skipped as finished), not tabulated.
+fresh schema
+python3 - "$work/schema/runs/main/a2/seed-0/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); r["epochs"][0]["train_acc"] = "high"; json.dump(r, open(sys.argv[1], "w"))
+PY
+status=$("$stiefel" experiment table7 --profile smoke --out "$work/schema" --status 2>&1)
+grep -q 'main/a2/seed-0 *mismatched.*/epochs/0/train_acc' <<<"$status" || fail "a completed record breaking the schema: $status"
+echo "19: a completed record that breaks the run schema is named by --status (the runner's own state)"
+# 20 (N18): a record whose options were edited (its arm) or whose final result was forged is refused by
+# the report and named by --status; its final is its last epoch's, its options state what its config ran.
+for forge in arm final; do
+  fresh "forged-$forge"
+  python3 - "$work/forged-$forge/runs/main/a2/seed-0/run.json" "$forge" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+if sys.argv[2] == "arm":
+    r["options"]["arm"] = "b2"
+else:
+    r["final"]["test_acc"] = 0.99
+json.dump(r, open(sys.argv[1], "w"))
+PY
+  pattern='its options state arm "b2" but its config ran "a2"'
+  [ "$forge" = arm ] || pattern="its final metrics are not its last epoch's"
+  expect 2 "$pattern" -- "$stiefel" report "$work/forged-$forge" --out "$work/forged-$forge-report" --no-plots
+  [ ! -e "$work/forged-$forge-report/table7-smoke.md" ] || fail "a forged $forge was tabulated"
+  status=$("$stiefel" experiment table7 --profile smoke --out "$work/forged-$forge" --status 2>&1)
+  grep -q "main/a2/seed-0 *mismatched.*$pattern" <<<"$status" || fail "a forged $forge: $status"
+done
+echo "20: an edited arm and a forged final are refused by the report and named by --status"
+# 21 (N9): a stored definition is checked against the schema, named by the file that holds it and
+# never by its own "source" field: std_ddof -3 and a seed count of the wrong type are refused.
+for bad in ddof type; do
+  fresh "stored-$bad"
+  python3 - "$work/stored-$bad/experiment.json" "$bad" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))
+e["source"] = "/planted/source.json"
+if sys.argv[2] == "ddof":
+    e["definition"]["std_ddof"] = -3
+else:
+    e["definition"]["seeds"] = "two"
+json.dump(e, open(sys.argv[1], "w"))
+PY
+  field=std_ddof; [ "$bad" = ddof ] || field=seeds
+  out=$("$stiefel" report "$work/stored-$bad" --definitions "$empty_defs" --out "$work/stored-$bad-report" --no-plots 2>&1)
+  rc=$?
+  [ "$rc" -eq 2 ] && grep -q "stored-$bad/experiment.json (its stored definition).*$field" <<<"$out" ||
+    fail "a stored definition with a bad $field: rc $rc: $out"
+  ! grep -q "/planted/source.json" <<<"$out" || fail "the error names the stored source field: $out"
+  [ ! -e "$work/stored-$bad-report" ] || fail "a bad stored definition wrote $work/stored-$bad-report"
+done
+echo "21: stored definitions checked against the schema, named by their file"
+# 22 (N8): a figure path that is a folder is refused before anything is written: the files --out
+# already holds stay as they were.
+fresh figure
+mkdir -p "$work/figure-report/table7-smoke-isometry.png"
+echo "earlier" > "$work/figure-report/table7-smoke.md"
+echo "earlier" > "$work/figure-report/CLAIMS.md"
+expect 2 "table7-smoke-isometry.png" -- "$stiefel" report "$work/figure" --out "$work/figure-report" --resamples 200
+[ "$(cat "$work/figure-report/table7-smoke.md")" = earlier ] && [ "$(cat "$work/figure-report/CLAIMS.md")" = earlier ] &&
+  [ ! -e "$work/figure-report/table7-smoke.json" ] || fail "a refused report replaced files of --out"
+echo "22: a figure path that is a folder is refused with --out as it was"
+# 23 (N17): a profile whose name has a dot (the schema allows it) runs and is reported.
+fresh dotted
+mkdir -p "$work/dotted-defs"
+python3 - "$work/dotted/experiment.json" "$work/dotted-defs/table7.json" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))
+e["profile"] = "smoke.v2"
+e["definition"]["profiles"]["smoke.v2"] = e["definition"]["profiles"]["smoke"]
+json.dump(e, open(sys.argv[1], "w"))
+json.dump(e["definition"], open(sys.argv[2], "w"))
+PY
+expect 0 "completed" -- "$stiefel" experiment table7 --profile smoke.v2 --definitions "$work/dotted-defs" \
+  --out "$work/dotted" --status
+"$stiefel" report "$work/dotted" --definitions "$work/dotted-defs" --out "$work/dotted-report" --resamples 200 \
+  --no-plots > "$work/dotted.out" 2>&1 || fail "the report of profile smoke.v2: $(cat "$work/dotted.out")"
+[ -f "$work/dotted-report/table7-smoke.v2.md" ] || fail "no table7-smoke.v2.md"
+echo "23: a profile named smoke.v2 runs and is reported"
+
 [ "$failures" -eq 0 ] || { echo "$failures failures"; exit 1; }
 echo "hostile results folders: every defect refused or shown literally"

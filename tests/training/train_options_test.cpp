@@ -9,6 +9,9 @@
 #include <stiefel/training/trainer.h>
 #include <unistd.h>
 
+#include <utility>
+#include <vector>
+
 namespace stiefel::training {
 namespace {
 
@@ -70,6 +73,50 @@ TEST(TrainOptions, CodebookSettingsOnlyForTheCodebookArms) {
   c2.arm = "c2";
   c2.codebook_k = 8;
   EXPECT_NO_THROW(validate(c2));
+}
+
+// A record states every rate it was given, but an arm reads only some: the record lists those its run
+// does not read (config.not_read), and a value other than the default for one of them is refused.
+TEST(TrainOptions, TheOptionsAnArmDoesNotReadAreListedAndNotAccepted) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(options_not_read("a2"), (V{"riemann_lr", "tau", "sgd_lr", "elementwise_lr", "soft_lambda"}));
+  EXPECT_EQ(options_not_read("soft"), (V{"riemann_lr", "tau", "sgd_lr", "elementwise_lr"}));
+  EXPECT_EQ(options_not_read("b2"), (V{"sgd_lr", "elementwise_lr", "soft_lambda"}));
+  EXPECT_EQ(options_not_read("b2m"), (V{"riemann_lr", "tau", "sgd_lr", "soft_lambda"}));
+  EXPECT_EQ(options_not_read("b2-sgd"), (V{"riemann_lr", "tau", "elementwise_lr", "soft_lambda"}));
+  EXPECT_EQ(options_not_read("frozen"), (V{"riemann_lr", "tau", "sgd_lr", "elementwise_lr", "soft_lambda"}));
+  const std::pair<const char*, double TrainConfig::*> given[] = {{"riemann-lr", &TrainConfig::riemann_lr},
+                                                                 {"tau", &TrainConfig::tau},
+                                                                 {"sgd-lr", &TrainConfig::sgd_lr},
+                                                                 {"elementwise-lr", &TrainConfig::elementwise_lr},
+                                                                 {"soft-lambda", &TrainConfig::soft_lambda}};
+  for (const std::string task : {"grok", "image"})
+    for (const auto& [option, field] : given) {
+      TrainConfig c;
+      c.task = task;
+      c.out = "unused";
+      c.arm = "a2";
+      c.*field = 0.3;
+      try {
+        validate(c);
+        ADD_FAILURE() << task << ": --" << option << " accepted for arm a2";
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("--" + std::string(option) + ": arm a2 does not read it"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  TrainConfig b2;  // the rates an arm reads are accepted
+  b2.out = "unused";
+  b2.arm = "b2";
+  b2.riemann_lr = 0.3;
+  b2.tau = 0.2;
+  EXPECT_NO_THROW(validate(b2));
+  TrainConfig soft;
+  soft.out = "unused";
+  soft.arm = "soft";
+  soft.soft_lambda = 0.01;
+  EXPECT_NO_THROW(validate(soft));
 }
 
 TEST(TrainOptions, TheSchemaTaskDefaultsAreWhatEachTaskRuns) {

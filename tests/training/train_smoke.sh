@@ -69,6 +69,11 @@ for key in ["train_loss", "train_acc", "test_acc", "isometry_error", "tangent_gr
 if arm.startswith("b2") or arm == "frozen":
     assert e["isometry_error_max"] <= 1e-6, e["isometry_error_max"]
 assert run["dataset"]["name"], run["dataset"]
+# The options the arm does not read are listed: a Euclidean arm reads none of the frames' rates.
+not_read = set(run["config"]["not_read"])
+reads_riemann_lr = arm.startswith("b2") and not arm.startswith(("b2m", "b2-sgd"))  # the capped Adams
+assert ("riemann_lr" in not_read) != reads_riemann_lr and ("tau" in not_read) != reads_riemann_lr, (arm, not_read)
+assert ("soft_lambda" in not_read) == (arm != "soft"), (arm, not_read)
 PY
   done
 done

@@ -26,27 +26,33 @@ Arm make_arm(const TrainConfig& c, double adam_lr, double eps) {
   return a;
 }
 
-Data load_data(const TrainConfig& c) {
+namespace {
+
+// The grokking task's data: modular addition, 40 % of the pairs for training.
+Data load_modular(const TrainConfig& c) {
   Data d;
-  if (c.task == "grok") {
-    if (c.val_n > 0) throw std::invalid_argument("--val-n: the grok task has no validation split");
-    if (!c.data.empty() && c.data != "modular")
-      throw std::invalid_argument("--data " + c.data + ": the grok task uses modular arithmetic (no data)");
-    const std::int64_t p = c.modulus;
-    const auto m = make_modular_addition(p, 0.4, c.seed);
-    d.name = "modular addition (a + b) mod " + std::to_string(p);
-    d.train_x = torch::tensor(m.train_tokens).view({-1, 3});
-    d.train_y = torch::tensor(m.train_labels);
-    d.test_x = torch::tensor(m.test_tokens).view({-1, 3});
-    d.test_y = torch::tensor(m.test_labels);
-    d.input_dim = p + 1;  // the residues and the "=" token
-    d.tokens = 3;
-    d.classes = p;
-    d.record = {{"name", d.name},           {"p", p},
-                {"train_fraction", 0.4},    {"train", d.train_y.size(0)},
-                {"test", d.test_y.size(0)}, {"split_seed", c.seed}};
-    return d;
-  }
+  if (c.val_n > 0) throw std::invalid_argument("--val-n: the grok task has no validation split");
+  if (!c.data.empty() && c.data != "modular")
+    throw std::invalid_argument("--data " + c.data + ": the grok task uses modular arithmetic (no data)");
+  const std::int64_t p = c.modulus;
+  const auto m = make_modular_addition(p, 0.4, c.seed);
+  d.name = "modular addition (a + b) mod " + std::to_string(p);
+  d.train_x = torch::tensor(m.train_tokens).view({-1, 3});
+  d.train_y = torch::tensor(m.train_labels);
+  d.test_x = torch::tensor(m.test_tokens).view({-1, 3});
+  d.test_y = torch::tensor(m.test_labels);
+  d.input_dim = p + 1;  // the residues and the "=" token
+  d.tokens = 3;
+  d.classes = p;
+  d.record = {{"name", d.name},           {"p", p},
+              {"train_fraction", 0.4},    {"train", d.train_y.size(0)},
+              {"test", d.test_y.size(0)}, {"split_seed", c.seed}};
+  return d;
+}
+
+// The image task's data: patches of CIFAR-10 or Fashion-MNIST, whitened (prepare_patch_data).
+Data load_images(const TrainConfig& c) {
+  Data d;
   ImageSet train, test;
   std::int64_t patch = 0, dim = 0;
   const std::string spec = c.data.empty() ? "fashion-mnist" : c.data;
@@ -108,6 +114,10 @@ Data load_data(const TrainConfig& c) {
                               {"note", "training images [n, n + val_n): never trained on, not in the PCA fit"}};
   return d;
 }
+
+}  // namespace
+
+Data load_data(const TrainConfig& c) { return c.task == "grok" ? load_modular(c) : load_images(c); }
 
 std::vector<torch::Tensor> frame_params(Classifier& model) {
   std::vector<torch::Tensor> out;

@@ -2,6 +2,10 @@
 // task (validate), and the task's defaults made explicit (with_task_defaults).
 #include "run.h"
 
+#include <algorithm>
+#include <tuple>
+#include <variant>
+
 namespace stiefel::training {
 
 nlohmann::json run_options(const TrainConfig& c) {
@@ -47,6 +51,51 @@ nlohmann::json run_options(const TrainConfig& c) {
 
 namespace {
 
+bool same_rule(const arms::FrameRule& a, const arms::FrameRule& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* x = std::get_if<RiemannianAdamHyper<double>>(&a)) {
+    const auto& y = std::get<RiemannianAdamHyper<double>>(b);
+    return std::tie(x->lr, x->beta1, x->beta2, x->eps, x->cap_tau, x->map, x->moment, x->retraction) ==
+           std::tie(y.lr, y.beta1, y.beta2, y.eps, y.cap_tau, y.map, y.moment, y.retraction);
+  }
+  const auto& x = std::get<RiemannianSgdHyper<double>>(a);
+  const auto& y = std::get<RiemannianSgdHyper<double>>(b);
+  return std::tie(x.lr, x.map, x.retraction) == std::tie(y.lr, y.map, y.retraction);
+}
+
+// The options of the frames' rates and of the soft penalty, with their fields in TrainConfig.
+struct ArmOption {
+  const char* key;
+  double TrainConfig::*given;
+  double arms::Rates::*rate;  // null: not a rate of the frames' rule
+};
+constexpr ArmOption kArmOptions[] = {{"riemann_lr", &TrainConfig::riemann_lr, &arms::Rates::riemann_lr},
+                                     {"tau", &TrainConfig::tau, &arms::Rates::tau},
+                                     {"sgd_lr", &TrainConfig::sgd_lr, &arms::Rates::sgd_lr},
+                                     {"elementwise_lr", &TrainConfig::elementwise_lr, &arms::Rates::elementwise_lr},
+                                     {"soft_lambda", &TrainConfig::soft_lambda, nullptr}};
+
+}  // namespace
+
+std::vector<std::string> options_not_read(const std::string& arm_name) {
+  const arms::Arm& arm = arms::find(arm_name);
+  std::vector<std::string> out;
+  for (const ArmOption& o : kArmOptions) {
+    bool read = false;
+    if (o.rate == nullptr) {
+      read = arm.soft_penalty;
+    } else if (arm.on_manifold()) {  // the arm is asked: a rate is read when its rule changes with it
+      arms::Rates base, other;
+      other.*o.rate = 2 * (base.*o.rate) + 1;
+      read = !same_rule(arm.rule(base), arm.rule(other));
+    }
+    if (!read) out.push_back(o.key);
+  }
+  return out;
+}
+
+namespace {
+
 // The grokking task trains §4.3's model on all its pairs in one batch: the image task's data, model,
 // schedule and evaluation options do not apply to it, and a record must never state a setting
 // that did not run, so one given with another value than its default is refused.
@@ -67,6 +116,19 @@ void refuse_image_options(const TrainConfig& c, const Bad& bad) {
   refuse("test-n", c.test_n != d.test_n);
   refuse("val-n", c.val_n != d.val_n);
   refuse("pca-samples", c.pca_samples != d.pca_samples);
+}
+
+// Nor do the frames' rates and the soft penalty's weight reach an arm that does not read them.
+template <class Bad>
+void refuse_options_not_read(const TrainConfig& c, const Bad& bad) {
+  const TrainConfig defaults;
+  for (const auto& key : options_not_read(c.arm))
+    for (const ArmOption& o : kArmOptions)
+      if (key == o.key && c.*o.given != defaults.*o.given) {
+        std::string option = key;
+        std::replace(option.begin(), option.end(), '_', '-');
+        bad(option, "arm " + c.arm + " does not read it: it would not run");
+      }
 }
 
 }  // namespace
@@ -104,6 +166,7 @@ void validate(const TrainConfig& c) {
           {"codebook-k", c.codebook_k != d.codebook_k}})
       if (given) bad(option, "arm " + c.arm + " has no codebook prior (c2 and c2-nb have one): it would not run");
   }
+  refuse_options_not_read(c, bad);
   if (c.tau == 0) bad("tau", "0: the cap must be positive");
   if (!std::isfinite(c.init_scale) || c.init_scale <= 0) bad("init-scale", "expected a finite number > 0");
   auto at_least = [&](const char* option, std::int64_t v, std::int64_t lo) {

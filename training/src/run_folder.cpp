@@ -226,7 +226,8 @@ nlohmann::json Run::config_record() const {
           {"test_n", data_.test_y.size(0)},
           {"threads", c_.threads},
           {"eval_every", c_.eval_every},
-          {"val_n", c_.val_n}};
+          {"val_n", c_.val_n},
+          {"not_read", options_not_read(c_.arm)}};
 }
 
 // A resumed record's settings, attention route and BLAS kernels must be this run's: its epochs so far

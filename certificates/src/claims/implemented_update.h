@@ -212,6 +212,25 @@ S difference_norm(const Matrix<S>& a, const Matrix<S>& b) {
   return Matrix<S>(a - b).norm();
 }
 
+// The step's retraction and the moment's re-projection: core/'s own, or a control's (the moment not
+// re-projected, the second-order polar factor, the Cayley retraction).
+template <class S>
+RiemannianAdamResult<S> finish_adam_rule_step(UpdateMutant mutant, const Frames<S>& w, RiemannianAdamDirection<S> dir,
+                                              const RiemannianAdamHyper<S>& hyper) {
+  if (mutant != UpdateMutant::kMomentNotReprojected && mutant != UpdateMutant::kSecondOrderPolar &&
+      mutant != UpdateMutant::kCayleyRetraction)
+    return finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
+  const bool reprojected = mutant != UpdateMutant::kMomentNotReprojected;
+  RiemannianAdamResult<S> res{{}, dir.state, dir.report};
+  for (std::size_t h = 0; h < w.size(); ++h) {
+    res.frames.push_back(mutant == UpdateMutant::kSecondOrderPolar   ? second_order_polar<S>(w[h], dir.eta[h])
+                         : mutant == UpdateMutant::kCayleyRetraction ? cayley_retraction<S>(w[h], dir.eta[h])
+                                                                     : retract(hyper.retraction, w[h], dir.eta[h]));
+    if (reprojected) res.state.m[h] = reproject(hyper.map, res.frames[h], res.state.m[h]);
+  }
+  return res;
+}
+
 // One step of a Riemannian Adam rule at frames w: keeps the step's tangency and cap ratios and the
 // moment's tangency at the new frames, compares every stage with the check's own recomputation from
 // its own state `hand`, advances both states, and returns the new frames.
@@ -270,20 +289,7 @@ Frames<S> adam_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, con
   }
   const Frames<S> m_before = dir.state.m;
   const Frames<S> etas = dir.eta;
-  RiemannianAdamResult<S> res;
-  if (mutant == UpdateMutant::kMomentNotReprojected || mutant == UpdateMutant::kSecondOrderPolar ||
-      mutant == UpdateMutant::kCayleyRetraction) {
-    const bool reprojected = mutant != UpdateMutant::kMomentNotReprojected;
-    res = {{}, dir.state, dir.report};
-    for (int h = 0; h < c.heads; ++h) {
-      res.frames.push_back(mutant == UpdateMutant::kSecondOrderPolar   ? second_order_polar<S>(w[h], dir.eta[h])
-                           : mutant == UpdateMutant::kCayleyRetraction ? cayley_retraction<S>(w[h], dir.eta[h])
-                                                                       : retract(hyper.retraction, w[h], dir.eta[h]));
-      if (reprojected) res.state.m[h] = reproject(hyper.map, res.frames[h], res.state.m[h]);
-    }
-  } else {
-    res = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
-  }
+  RiemannianAdamResult<S> res = finish_adam_rule_step<S>(mutant, w, std::move(dir), hyper);
   // The retraction recomputed by hand from the step: the new frames are polar(W + η), not merely
   // some orthonormal frame (QR, Cayley, polar(W − η) all pass the isometry check). The by-hand
   // route squares W + η: its rounding grows with the conditioning 1 + ||η||², the normaliser.

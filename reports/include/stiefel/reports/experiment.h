@@ -36,6 +36,9 @@ struct ResolvedExperiment {
 
 // Reads and checks a definition file; throws ExperimentError naming the file and field.
 nlohmann::json load_definition(const std::string& path);
+// Checks a definition (experiment.schema.json, its arms, baseline and profiles) as load_definition
+// does: a definition stored with results is checked as the file it was read from, named by WHERE.
+void check_definition(const nlohmann::json& definition, const std::string& where);
 
 // The most seeds a grid runs (experiment.schema.json's seed_count says the same).
 inline constexpr int kMaxSeeds = 1000;

@@ -26,7 +26,17 @@ struct FigureScript {
 };
 FigureScript figure_script(const nlohmann::json& table, const std::string& kind);
 
-// Writes OUT_DIR/STEM-KIND.png for each plot the table asks for; returns the files written.
+// The table's figures drawn, in memory: STEM-KIND.png and its bytes for each plot the table asks for
+// that has something to draw. gnuplot runs as draw_plots says.
+struct RenderedFigure {
+  std::string name, png;
+};
+std::vector<RenderedFigure> render_plots(const nlohmann::json& table, const std::string& stem);
+// The names render_plots gives the table's figures (STEM-KIND.png), without drawing them.
+std::vector<std::string> figure_names(const nlohmann::json& table, const std::string& stem);
+
+// Writes OUT_DIR/STEM-KIND.png for each plot the table asks for, once all are drawn; returns the
+// files written.
 // gnuplot runs as an argv array (no shell) in a private scratch folder (mkdtemp), which holds the
 // script and the data files and is removed on every path. Throws ExperimentError when gnuplot is
 // missing or fails.

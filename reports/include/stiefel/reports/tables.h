@@ -21,7 +21,9 @@ struct GrokMetrics {
 
 // Throws ExperimentError("PATH: FIELD: what was expected") unless RUN has every field the tables read,
 // with its type: status, config.epochs, epochs[] (epoch, train_acc, isometry_error_max and the
-// numeric diagnostics), and for a completed run final (test_acc, train_acc, isometry_error_max).
+// numeric diagnostics), and for a completed run final (test_acc, train_acc, isometry_error_max); and
+// unless its parts agree (final is its last epoch's; options and config state the same task, arm,
+// seed, epochs, device, init scale, threads and validation split).
 void check_run_record(const nlohmann::json& run, const std::string& path);
 
 // Grokking metrics of a run record (records evaluated every eval_every epochs). Pure; tested.

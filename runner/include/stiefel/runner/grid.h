@@ -78,7 +78,9 @@ std::vector<std::size_t> shard_runs(std::size_t n, Shard s);
 //             kill, a cancelled Slurm task or an error. A rerun resumes it from its checkpoint.
 //  missing:   never started.
 //  mismatched: a finished record whose seed or settings are not its cell's (copied from another
-//             cell, or run at another budget): never counted, never overwritten; move it away.
+//             cell, or run at another budget), or one the reports refuse (the run schema, final
+//             not its last epoch, options against config): never counted, never overwritten;
+//             move it away.
 enum class RunState { missing, queued, running, failed, repair, completed, diverged, mismatched };
 const char* to_string(RunState s);
 bool is_finished(RunState s);

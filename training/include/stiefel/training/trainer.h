@@ -59,6 +59,10 @@ nlohmann::json run_options(const TrainConfig& config);
 // Throws std::invalid_argument naming the option when a setting is out of range (negative rates,
 // non-finite values, too few PCA samples, ...). train() calls it first.
 void validate(const TrainConfig& config);
+// The options a record of ARM states that its run does not read (riemann_lr, tau, sgd_lr,
+// elementwise_lr, soft_lambda): the frames' rates of a rule that does not use them, and the soft
+// penalty's weight of an arm without it. The record lists them in config.not_read.
+std::vector<std::string> options_not_read(const std::string& arm);
 
 // Runs (or resumes) a run; returns run.json's content. Throws std::invalid_argument for a bad
 // configuration, a resume whose settings differ from the stored run's, or an output folder that
