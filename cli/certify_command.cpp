@@ -61,11 +61,11 @@ void add_certify_options(CLI::App* cmd, CertifyArgs& args) {
                   "also write the result as JUnit XML (one test case per claim and per control; written atomically)");
   cmd->add_option("--rule", args.rule,
                   "certify a user's frame rule: a TorchScript module whose forward(w, g, state, settings) takes one "
-                  "step (README: 'Certify your own rule'); only its claims run unless --claims is given");
+                  "step (docs/certify.md, 'Certify your own rule'); only its claims run unless --claims is given");
   cmd->add_option("--rule-config", args.rule_config,
                   "JSON object for --rule: name (claim id suffix), rule (the core rule it implements, default b2), "
-                  "dtype (float64; float32 is refused: the claims are not yet sized to it), or properties, reference, "
-                  "settings (README: 'Certify your own rule')");
+                  "dtype (float64, the default, or float32), or properties, reference, "
+                  "settings (docs/certify.md, 'Certify your own rule')");
   cmd->add_option("--rule-timeout", args.rule_timeout,
                   "seconds one call of the --rule module's forward may take before the run is stopped (exit 2, "
                   "the call named)")

@@ -389,14 +389,17 @@ PY
 done
 echo "21: stored definitions checked against the schema, named by their file"
 # 22 (N8): a figure path that is a folder is refused before anything is written: the files --out
-# already holds stay as they were.
+# already holds stay as they were, those of the tables before the refused figure's included.
 fresh figure
-mkdir -p "$work/figure-report/table7-smoke-isometry.png"
+rm -rf "$work/figure-grok"; cp -r "$smoke/grok-5seed" "$work/figure-grok"; find "$work/figure-grok" -name checkpoint.pt -delete
+mkdir -p "$work/figure-report/grok-5seed-smoke-grok.png"
 echo "earlier" > "$work/figure-report/table7-smoke.md"
 echo "earlier" > "$work/figure-report/CLAIMS.md"
-expect 2 "table7-smoke-isometry.png" -- "$stiefel" report "$work/figure" --out "$work/figure-report" --resamples 200
+expect 2 "grok-5seed-smoke-grok.png" -- \
+  "$stiefel" report "$work/figure" "$work/figure-grok" --out "$work/figure-report" --resamples 200
 [ "$(cat "$work/figure-report/table7-smoke.md")" = earlier ] && [ "$(cat "$work/figure-report/CLAIMS.md")" = earlier ] &&
-  [ ! -e "$work/figure-report/table7-smoke.json" ] || fail "a refused report replaced files of --out"
+  [ ! -e "$work/figure-report/table7-smoke.json" ] && [ ! -e "$work/figure-report/table7-smoke-isometry.png" ] ||
+  fail "a refused report replaced files of --out: $(ls "$work/figure-report")"
 echo "22: a figure path that is a folder is refused with --out as it was"
 # 23 (N17): a profile whose name has a dot (the schema allows it) runs and is reported.
 fresh dotted

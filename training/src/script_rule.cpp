@@ -312,7 +312,8 @@ void read_setting(const std::string& key, const nlohmann::json& value, const std
     throw std::invalid_argument(at + " must be a finite number");
   const double v = value.get<double>();
   if (key == "lr" || key == "eps")
-    throw std::invalid_argument(at + ": each claim sets lr and eps (README: the ranges it draws them from)");
+    throw std::invalid_argument(
+        at + ": each claim sets lr and eps (docs/certify.md, 'Certify your own rule': the ranges it draws them from)");
   if (key == "beta1" || key == "beta2") {
     if (!(v >= 0 && v < 1)) throw std::invalid_argument(at + " must be in [0, 1)");
     (key == "beta1" ? c.settings.beta1 : c.settings.beta2) = v;

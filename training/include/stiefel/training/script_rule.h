@@ -27,12 +27,12 @@ namespace stiefel::training {
 
 // What the module is: --rule-config's JSON object. Every key is optional.
 //   "name":       the suffix of its claims' ids (default: the file's stem), [a-z0-9-]+
-//   "dtype":      "float64" (default, and the only one accepted: the claims' controls are not yet
-//                 sized to float32): the dtype of w, g and the returned frames
+//   "dtype":      "float64" (default) or "float32": the dtype of w, g and the returned frames; a
+//                 float32 rule is judged at u = 2^-24 with its controls sized to that rounding
 // A rule of the paper's family names the core rule it implements (its settings are that rule's, and
 // every claim of the family runs on it):
 //   "rule":       b2 (default), b2-mean-moment, b2-column, b2m, b2m-can
-// A rule declares what it is instead (README, "Certify your own rule"):
+// A rule declares what it is instead (docs/certify-your-optimizer.md):
 //   "properties": the properties it claims (rules::rule_property_names()); every other one
 //                 that applies is measured and reported as an observation
 //   "reference":  a core rule its frames must equal (with "agrees-with-reference"): one of the
