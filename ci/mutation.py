@@ -12,6 +12,7 @@ Usage:
                  [--precision P] [--jobs J] [--resume]
   ci/mutation.py --check        # every mutant applies to exactly one place of the current tree
   ci/mutation.py --list
+  ci/mutation.py --verify-reports  # the committed reports: complete, every mutant killed, their tree
 
 Exit status: 0 when every mutant is killed (or --check passes), 1 when a mutant survives, 2 on a
 usage error or when the unmutated tree does not certify.
@@ -197,6 +198,58 @@ def check(source):
     return 0 if bad == 0 else 1
 
 
+# The sources the certificate is built from: a report holds results for their digest only.
+DIGEST_ROOMS = ("core/", "rules/", "arms/", "certificates/", "properties/", "cli/", "training/")
+
+
+def tree_digest(root, files):
+    h = hashlib.sha256()
+    for f in sorted(files):
+        if f.startswith(DIGEST_ROOMS) and os.path.isfile(os.path.join(root, f)):
+            h.update(f.encode() + b"\0" + open(os.path.join(root, f), "rb").read())
+    return h.hexdigest()
+
+
+def verify_reports(source, only="all"):
+    """The committed reports: each complete, of exactly this script's mutants in its group, every one
+    killed; and whether they were made on this tree (their digest), said either way."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=source,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    digest = tree_digest(source, [f for f in files if f])
+    bad = 0
+    for group, stem in (("core", "mutation"), ("trainer", "mutation-trainer")):
+        if only not in ("all", group):
+            continue
+        path = os.path.join(source, "reports", stem + ".json")
+        try:
+            with open(path) as f:
+                r = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"{path}: {e}", file=sys.stderr)
+            bad += 1
+            continue
+        want = [m[0] for m in MUTANTS if needs_torch(m) == (group == "trainer")]
+        have = [m.get("id") for m in r.get("mutants", [])]
+        survivors = [m.get("id") for m in r.get("mutants", []) if m.get("status") not in ("killed", "crashed")]
+        problems = []
+        if not r.get("complete"):
+            problems.append("not complete (a --resume run stopped before its last mutant)")
+        if have != want:
+            problems.append("its mutants are not this script's " + group + " mutants: missing "
+                            + (", ".join(sorted(set(want) - set(have))) or "none") + "; unknown "
+                            + (", ".join(sorted(set(have) - set(want))) or "none"))
+        if survivors:
+            problems.append("survived: " + ", ".join(survivors))
+        tree = "this tree" if r.get("tree_digest") == digest else \
+            f"another tree (digest {str(r.get('tree_digest'))[:12]}, this tree's {digest[:12]}): rerun ci/mutation.py"
+        if problems:
+            bad += 1
+            print(f"{path}: " + "; ".join(problems), file=sys.stderr)
+        else:
+            print(f"{path}: {len(have)} of {len(want)} {group} mutants killed, made on {tree}")
+    return 0 if bad == 0 else 1
+
+
 def run(cmd, log, timeout=None, cwd=None):
     with open(log, "a") as f:
         f.write("$ " + " ".join(cmd) + "\n")
@@ -221,6 +274,9 @@ def main():
     ap.add_argument("--resume", action="store_true",
                     help="keep the mutants the report already holds for the same tree and options")
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--verify-reports", action="store_true",
+                    help="check the committed reports: complete, every mutant of this script killed, and "
+                         "whether they were made on this tree")
     a = ap.parse_args()
     if not a.source or not os.path.isfile(os.path.join(a.source, "CMakeLists.txt")):
         fail(f"--source {a.source!r}: not a stiefel source tree (no CMakeLists.txt)")
@@ -230,6 +286,8 @@ def main():
         return 0
     if a.check:
         return check(a.source)
+    if a.verify_reports:
+        return verify_reports(a.source, a.group)
     if a.cases is not None and a.cases < 1:
         fail(f"--cases {a.cases}: must be at least 1")
     selected = [m for m in MUTANTS if a.group == "all" or needs_torch(m) == (a.group == "trainer")]
@@ -307,13 +365,7 @@ def main():
         return out
 
     # What the certificate is built from: a report holds results for this digest only.
-    h = hashlib.sha256()
-    for f in sorted(files):
-        f = f.decode()
-        if f.startswith(("core/", "rules/", "arms/", "certificates/", "properties/", "cli/", "training/")) and \
-                os.path.isfile(os.path.join(src, f)):
-            h.update(f.encode() + b"\0" + open(os.path.join(src, f), "rb").read())
-    digest = h.hexdigest()
+    digest = tree_digest(src, [f.decode() for f in files])
     stem = os.path.abspath(a.report or os.path.join(a.source, "reports", "mutation"))
     previous = {}
     base = None

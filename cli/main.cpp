@@ -2,9 +2,12 @@
 #include <cstdlib>
 #include <iostream>
 
+#include <stiefel/eigen_blocking.h>
+
 #include "commands.h"
 
 int main(int argc, char** argv) {
+  stiefel::pin_eigen_blocking();  // the same products, to the last bit, on every machine
   CLI::App app{"stiefel: certificates for Stiefel-constrained attention and its Riemannian Adam"};
   app.require_subcommand(1);
   app.fallthrough();

@@ -1,4 +1,5 @@
 #include <stiefel/certificates/runner.h>
+#include <stiefel/eigen_blocking.h>
 
 #include "claim_run.h"
 
@@ -210,6 +211,7 @@ nlohmann::json summary_json(const std::vector<ClaimRun>& runs, RunResult& result
 const std::string& claim_in_progress() { return rules::call_context(); }
 
 RunResult run_certificate(const RunOptions& opt, std::ostream& log) {
+  pin_eigen_blocking();  // a certificate is the same on every machine (before the claims' threads start)
   const std::vector<const Claim*> selected = select_claims(opt);
   const auto start = std::chrono::steady_clock::now();
   const std::string started = utc_now();
