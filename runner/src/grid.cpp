@@ -321,6 +321,30 @@ RunStatus run_status(const Grid& g, std::size_t k) {
   return s;
 }
 
+namespace {
+
+// Why a finished record is no record of `stiefel train` that a report would read, or "": checkpoints
+// not keyed by epoch (the run schema's ^[0-9]{1,9}$, named as such rather than as a parse error), or
+// what `stiefel report` refuses (the run schema, its final not its last epoch's, its options against
+// its config). Such a record is named, never skipped as finished, never overwritten.
+std::string refused_finished_record(const nlohmann::json& run, const fs::path& record) {
+  if (run.contains("checkpoints") && run["checkpoints"].is_object())
+    for (const auto& [key, hash] : run["checkpoints"].items())
+      if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos)
+        return "its record names a checkpoint by \"" + key.substr(0, 40) +
+               "\", not an epoch number (run.schema.json): not a record of `stiefel train`; move the run folder "
+               "away to rerun the cell";
+  try {
+    reports::check_run_record(run, record.string());
+  } catch (const std::exception& e) {
+    return std::string(e.what()).substr(0, 300) +
+           "; not a record `stiefel report` reads: move the run folder away to rerun the cell";
+  }
+  return "";
+}
+
+}  // namespace
+
 RunStatus run_status(const fs::path& dir) {
   RunStatus s;
   const auto record = dir / "run.json", log = dir / "log.txt";
@@ -350,27 +374,10 @@ RunStatus run_status(const fs::path& dir) {
           run["epochs"].back().is_object() && run["epochs"].back().contains("epoch") &&
           run["epochs"].back()["epoch"].is_number_integer())
         s.epoch = run["epochs"].back()["epoch"].get<long long>();
-      // A finished record whose checkpoints are not keyed by epoch (the run schema's ^[0-9]{1,9}$) is
-      // no record of `stiefel train`: named as such, never skipped as finished, never overwritten.
-      if ((status == "diverged" || status == "completed") && run.contains("checkpoints") &&
-          run["checkpoints"].is_object())
-        for (const auto& [key, hash] : run["checkpoints"].items())
-          if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos) {
-            s.state = RunState::mismatched;
-            s.detail = "its record names a checkpoint by \"" + key.substr(0, 40) +
-                       "\", not an epoch number (run.schema.json): not a record of `stiefel train`; move the run "
-                       "folder away to rerun the cell";
-            return s;
-          }
-      // A finished record the reports would refuse (the run schema, its parts disagreeing) is named,
-      // never skipped as finished: the same check as `stiefel report`'s.
       if (status == "diverged" || status == "completed") {
-        try {
-          reports::check_run_record(run, record.string());
-        } catch (const std::exception& e) {
+        if (auto why = refused_finished_record(run, record); !why.empty()) {
           s.state = RunState::mismatched;
-          s.detail = std::string(e.what()).substr(0, 300) +
-                     "; not a record `stiefel report` reads: move the run folder away to rerun the cell";
+          s.detail = std::move(why);
           return s;
         }
       }
