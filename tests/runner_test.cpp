@@ -52,21 +52,73 @@ struct Runner : ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
 
-  // A run record of run K with STATUS at EPOCH of 40; "completed" ones name their checkpoint.
+  // A run record of run K with STATUS at EPOCH of the grid's 20, in `stiefel train`'s form
+  // (run.schema.json, the options its config ran, every epoch evaluated; a completed one with its final
+  // metrics, a diverged one with its divergence); with_checkpoint: it names its checkpoint.
   void record(std::size_t k, const std::string& status, int epoch, bool with_checkpoint = true) {
     const auto d = grid.run_dir(k);
     json options = grid.runs[k].train;  // the cell's own settings (checked by run_status(grid, k))
     options.erase("data");
     options.erase("device");
+    if (!options.contains("n")) options["n"] = 10000;  // what `stiefel train` states, its default
+    if (!options.contains("seed")) options["seed"] = grid.runs[k].seed;
     json run = {{"status", status},
-                {"config", {{"epochs", 40}}},
+                {"config", config_of(options, grid.runs[k].seed)},
                 {"options", options},
-                {"epochs", json::array({{{"epoch", epoch}}})}};
+                {"dataset", {{"name", "modular addition (a + b) mod 97"}, {"train", 3763}, {"test", 5646}}},
+                {"environment", {{"torch", "1.13"}, {"cuda_available", false}, {"threads", 1}}},
+                {"epochs", json::array()}};
+    for (int e = 1; e <= epoch; ++e)
+      run["epochs"].push_back({{"epoch", e},
+                               {"train_loss", 1.0},
+                               {"train_acc", 0.5},
+                               {"test_acc", 0.25},
+                               {"isometry_error", {1e-8}},
+                               {"isometry_error_max", 1e-8},
+                               {"tangent_grad_norm", 0.1},
+                               {"step_norm", 0.01},
+                               {"step_per_gradient", 0.1},
+                               {"cap_active_fraction", 0.0},
+                               {"gauge_fraction", 0.0},
+                               {"seconds", 1.0}});
+    if (status == "completed") run["final"] = run["epochs"].back();
+    if (status == "diverged") run["divergence"] = {{"epoch", epoch + 1}, {"step", 1}, {"tensor", "loss"}};
     if (with_checkpoint) {
       write(d / "checkpoint.pt", "state of epoch " + std::to_string(epoch));
       run["checkpoints"] = {{std::to_string(epoch), stiefel::io::sha256_file(d / "checkpoint.pt")}};
     }
     write(d / "run.json", run.dump());
+  }
+  static json config_of(const json& options, std::uint64_t seed) {
+    const json model = {{"layers", 1},
+                        {"d", 128},
+                        {"heads", 4},
+                        {"r", 32},
+                        {"ffn", 512},
+                        {"pooling", "concat readout"},
+                        {"positional", "learned"},
+                        {"input_dim", 98},
+                        {"tokens", 3},
+                        {"classes", 97}};
+    return {{"task", options.value("task", "grok")},
+            {"arm", options.value("arm", "a2")},
+            {"seed", seed},
+            {"n", 3763},
+            {"epochs", options.value("epochs", 20)},
+            {"batch", 3763},
+            {"device", "cpu"},
+            {"adam_lr", 1e-3},
+            {"weight_decay", 1.0},
+            {"adam_betas", {0.9, 0.999}},
+            {"riemann_lr", 1.0},
+            {"eps", 1e-3},
+            {"tau", 0.1},
+            {"cap", true},
+            {"soft_lambda", 0.0},
+            {"schedule", "constant"},
+            {"model", model},
+            {"init_scale", 1.0},
+            {"threads", 1}};
   }
   stiefel::runner::SlurmOptions slurm_options() const {
     stiefel::runner::SlurmOptions o;
@@ -106,8 +158,8 @@ TEST(Slurm, ArrayIndicesAndShellQuoting) {
 TEST_F(Runner, TheStateOfEachRunFolder) {
   using stiefel::runner::run_status;
   EXPECT_EQ(run_status(grid.run_dir(0)).state, RunState::missing);
-  record(0, "completed", 40);
-  EXPECT_EQ(run_status(grid.run_dir(0)).state, RunState::completed);
+  record(0, "completed", 20);
+  EXPECT_EQ(run_status(grid.run_dir(0)).state, RunState::completed) << run_status(grid.run_dir(0)).detail;
   write(grid.run_dir(0) / "checkpoint.pt", "another state");  // not the one the record names
   EXPECT_EQ(run_status(grid.run_dir(0)).state, RunState::repair);
   record(1, "diverged", 7, false);
@@ -118,7 +170,7 @@ TEST_F(Runner, TheStateOfEachRunFolder) {
   auto s = run_status(grid.run_dir(2));
   EXPECT_EQ(s.state, RunState::failed);
   EXPECT_EQ(s.epoch, 12);
-  EXPECT_EQ(s.epochs, 40);
+  EXPECT_EQ(s.epochs, 20);
   EXPECT_EQ(s.detail, "stiefel train: data: no such file");
   {
     stiefel::io::FolderLock held(grid.run_dir(2));
@@ -191,7 +243,7 @@ TEST_F(Runner, PinningAcceptsAGridThatGrows) {
 }
 
 TEST_F(Runner, SlurmScriptsRunTheUnfinishedRunsOnly) {
-  record(0, "completed", 40);
+  record(0, "completed", 20);
   record(2, "running", 8);
   auto o = slurm_options();
   o.max_parallel = 2;
@@ -236,7 +288,7 @@ TEST_F(Runner, SlurmScriptsRunTheUnfinishedRunsOnly) {
   EXPECT_EQ(plan.task_count, 2u);
   EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{0, 1}));
   EXPECT_NE(plan.array_script.find("/2\"\n"), std::string::npos) << plan.array_script;
-  record(2, "completed", 40);
+  record(2, "completed", 20);
   plan = stiefel::runner::plan_slurm(grid, o);
   EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{1}));
 }
@@ -403,9 +455,9 @@ TEST_F(Runner, WithBatchSeedsShardsAndSlurmTasksTakeWholeSeedGroups) {
   EXPECT_EQ(plan.tasks, (std::vector<std::size_t>{0}));
   EXPECT_EQ(plan.held, (std::vector<std::size_t>{1}));
   // A group whose runs are all finished is not submitted; one with a run left is.
-  record(units[0][0], "completed", 40);
+  record(units[0][0], "completed", 20);
   EXPECT_EQ(stiefel::runner::plan_slurm(grid, o).tasks, (std::vector<std::size_t>{0, 1}));
-  record(units[0][1], "completed", 40);
+  record(units[0][1], "completed", 20);
   EXPECT_EQ(stiefel::runner::plan_slurm(grid, o).tasks, (std::vector<std::size_t>{1}));
   // Without batching the script passes no --batch-seeds.
   EXPECT_EQ(stiefel::runner::plan_slurm(grid, slurm_options()).array_script.find("--batch-seeds"), std::string::npos);
@@ -475,7 +527,7 @@ TEST_F(Runner, ARefusedReportJobNamesTheSubmittedArray) {
 // advice is a command that works (removing it).
 TEST_F(Runner, ACompletedRecordWithoutOrWithAForeignCheckpoint) {
   using stiefel::runner::run_status;
-  record(0, "completed", 40);
+  record(0, "completed", 20);
   fs::remove(grid.run_dir(0) / "checkpoint.pt");
   EXPECT_EQ(run_status(grid, 0).state, RunState::completed);
   write(grid.run_dir(0) / "checkpoint.pt", "damaged");
@@ -484,7 +536,7 @@ TEST_F(Runner, ACompletedRecordWithoutOrWithAForeignCheckpoint) {
   EXPECT_NE(s.detail.find("`rm " + (grid.run_dir(0) / "checkpoint.pt").string() + "`"), std::string::npos) << s.detail;
   // An earlier checkpoint the record names (a kill before the final one's commit).
   auto run = json::parse(read(grid.run_dir(0) / "run.json"));
-  run["checkpoints"]["39"] = stiefel::io::sha256_file(grid.run_dir(0) / "checkpoint.pt");
+  run["checkpoints"]["19"] = stiefel::io::sha256_file(grid.run_dir(0) / "checkpoint.pt");
   write(grid.run_dir(0) / "run.json", run.dump());
   s = run_status(grid, 0);
   EXPECT_EQ(s.state, RunState::repair);
@@ -495,7 +547,7 @@ TEST_F(Runner, ACompletedRecordWithoutOrWithAForeignCheckpoint) {
 // mismatched: never counted as the cell's run, never run over.
 TEST_F(Runner, ARecordOfAnotherCellIsMismatched) {
   using stiefel::runner::run_status;
-  record(0, "completed", 40, false);
+  record(0, "completed", 20, false);
   EXPECT_EQ(run_status(grid, 0).state, RunState::completed);
   fs::create_directories(grid.run_dir(1));
   fs::copy_file(grid.run_dir(0) / "run.json", grid.run_dir(1) / "run.json");
@@ -504,7 +556,10 @@ TEST_F(Runner, ARecordOfAnotherCellIsMismatched) {
   EXPECT_NE(s.detail.find("arm \"a2\" (the cell's: \"b2\")"), std::string::npos) << s.detail;
   auto run = json::parse(read(grid.run_dir(0) / "run.json"));
   const int cell_epochs = grid.runs[0].train["epochs"].get<int>();
-  run["options"]["epochs"] = cell_epochs - 1;  // another budget
+  run["options"]["epochs"] = cell_epochs - 1;  // another budget: a whole record of one epoch fewer
+  run["config"]["epochs"] = cell_epochs - 1;
+  run["epochs"].erase(run["epochs"].size() - 1);
+  run["final"] = run["epochs"].back();
   write(grid.run_dir(0) / "run.json", run.dump());
   s = run_status(grid, 0);
   EXPECT_EQ(s.state, RunState::mismatched);

@@ -109,20 +109,22 @@ void check_reductions_or_reading(const std::string& p, const json& spec, const s
   }
 }
 
-void check_profile(const std::string& p, const json& spec, const std::vector<json>& arms, const std::string& path) {
+void check_profile(const std::string& p, const json& spec, const std::vector<json>& arms, const std::string& path,
+                   bool house_rules) {
   const std::string where = "profiles." + p;
   if (spec.contains("train")) check_train_arm(spec["train"], path, where + ".train");
   if (spec.contains("group_train"))
     for (const auto& [g, t] : spec["group_train"].items()) check_train_arm(t, path, where + ".group_train." + g);
-  check_reductions_or_reading(p, spec, path);
+  if (house_rules) check_reductions_or_reading(p, spec, path);
   id_list(spec, "groups", path + " " + where);
   if (spec.contains("arms"))
     for (const auto& a : spec["arms"])
       if (!names_an_arm(arms, a)) fail(path, where + ".arms: " + a.dump() + " names no arm");
 }
 
-void check_profiles(const json& d, const std::vector<json>& arms, const std::string& path) {
-  for (const auto& [p, spec] : d["profiles"].items()) check_profile(p, spec, arms, path);
+void check_profiles(const json& d, const std::vector<json>& arms, const std::string& path, bool house_rules) {
+  for (const auto& [p, spec] : d["profiles"].items()) check_profile(p, spec, arms, path, house_rules);
+  if (!house_rules) return;
   // A reduced profile never drops below six paired seeds (single-seed pilots stay single-seed).
   const int paper_seeds = d["profiles"]["paper"].value("seeds", d["seeds"].get<int>());
   const int cpu_seeds = d["profiles"]["cpu"].value("seeds", d["seeds"].get<int>());
@@ -133,8 +135,10 @@ void check_profiles(const json& d, const std::vector<json>& arms, const std::str
 }  // namespace
 
 // The definition, checked against experiment.schema.json (every key known, every value of its
-// type), then for what a schema cannot say: arms the registry has, ids that refer to arms, unique ids.
-void check_definition(const json& d, const std::string& path) {
+// type), then for what a schema cannot say: arms the registry has, ids that refer to arms, unique ids;
+// and the house rules a definition is written to (a reduced profile says what it reduces, a cpu
+// profile keeps six paired seeds).
+void check_definition(const json& d, const std::string& path, bool house_rules) {
   try {
     schema::experiment_definition().check(d, path);
   } catch (const std::invalid_argument& e) {
@@ -144,12 +148,12 @@ void check_definition(const json& d, const std::string& path) {
   const auto arms = id_list(d, "arms", path);
   id_list(d, "groups", path);
   if (d.contains("baseline") && !names_an_arm(arms, d["baseline"])) fail(path, "\"baseline\" names no arm");
-  check_profiles(d, arms, path);
+  check_profiles(d, arms, path, house_rules);
 }
 
 json load_definition(const std::string& path) {
   json d = read_json_file(path);
-  check_definition(d, path);
+  check_definition(d, path, true);
   return d;
 }
 

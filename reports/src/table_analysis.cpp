@@ -64,7 +64,7 @@ AnalysedExperiment load_experiment(const std::string& dir, const std::string& de
   // never by its own "source" field, which whoever wrote the folder chose.
   const std::string stored = dir + "/experiment.json";
   check_stored_names(meta, stored);
-  check_definition(meta["definition"], stored + " (its stored definition)");
+  check_definition(meta["definition"], stored + " (its stored definition)", false);
   AnalysedExperiment a{resolve(meta["definition"], meta["profile"], stored), "stored with the results"};
   if (definitions_dir.empty()) return a;
   const auto current = fs::path(definitions_dir) / (a.ex.name + ".json");

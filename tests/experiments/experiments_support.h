@@ -193,6 +193,9 @@ inline json run_of_cell(json record, const RunSpec& cell) {
   record["options"] = cell.train;
   record["config"]["seed"] = cell.seed;
   record["config"]["arm"] = cell.train["arm"];
+  // What `stiefel train` states in both places, its config as its options say (check_run_record).
+  for (const char* k : {"task", "epochs", "device", "init_scale", "threads", "val_n"})
+    if (cell.train.contains(k)) record["config"][k] = cell.train[k];
   return record;
 }
 

@@ -37,8 +37,10 @@ struct ResolvedExperiment {
 // Reads and checks a definition file; throws ExperimentError naming the file and field.
 nlohmann::json load_definition(const std::string& path);
 // Checks a definition (experiment.schema.json, its arms, baseline and profiles) as load_definition
-// does: a definition stored with results is checked as the file it was read from, named by WHERE.
-void check_definition(const nlohmann::json& definition, const std::string& where);
+// does, named by WHERE. HOUSE_RULES adds the rules a definition is written to (a reduced profile says
+// what it reduces, a cpu profile keeps six paired seeds): a definition stored with results is held to
+// the schema and its structure, not to house rules that may postdate it.
+void check_definition(const nlohmann::json& definition, const std::string& where, bool house_rules);
 
 // The most seeds a grid runs (experiment.schema.json's seed_count says the same).
 inline constexpr int kMaxSeeds = 1000;
