@@ -60,8 +60,9 @@ AnalysedExperiment load_experiment(const std::string& dir, const std::string& de
   const auto meta = read_json_file((fs::path(dir) / "experiment.json").string());
   if (!meta.is_object() || !meta.contains("definition") || !meta.contains("profile") || !meta.contains("grid"))
     throw ExperimentError(dir + "/experiment.json: not written by `stiefel experiment` (no definition/profile/grid)");
-  // The stored definition is checked as a definition file is, and named by the file that holds it:
-  // never by its own "source" field, which whoever wrote the folder chose.
+  // The stored definition is checked against the schema and for its structure (not the house rules,
+  // which may postdate it), and named by the file that holds it: never by its own "source" field,
+  // which whoever wrote the folder chose.
   const std::string stored = dir + "/experiment.json";
   check_stored_names(meta, stored);
   check_definition(meta["definition"], stored + " (its stored definition)", false);
