@@ -30,9 +30,10 @@ fail() { echo "FAIL: $1"; exit 1; }
   project-twice-sym polar-frame-moment-at-next-step polar-frame-quotient-not-projected polar-elementwise-capped \
   polar-frame-uncapped polar-frame-not-transported grassmann-polar-frame-capped canonical-polar-frame-capped \
   cayley-frame-capped || fail "make_rule_variants.py failed"
-certify() {  # certify NAME [CONFIG]: sets rc; the log in $work/NAME.log, the certificate in $work/NAME.cert.json
+certify() {  # certify NAME [CONFIG [CLAIMS]]: sets rc; the log in $work/NAME.log, the certificate in $work/NAME.cert.json
+  # CLAIMS (a --claims pattern) where the test reads one claim only
   "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "${2:-$work/rules/$1.json}" --jobs 2 --cases 12 \
-    --out "$work/$1.cert.json" > "$work/$1.log" 2>&1
+    ${3:+--claims "$3"} --out "$work/$1.cert.json" > "$work/$1.log" 2>&1
   rc=$?
 }
 verdicts() {  # verdicts CERT: "claim expected observed" per line, sorted
@@ -57,9 +58,9 @@ rule-scale-free-b2-coupled-decay certified certified
 rule-tangent-step-b2-coupled-decay certified certified
 rule-transport-b2-coupled-decay certified certified" ] || fail "B2 with coupled decay: $got"
 
-# Two more rules that are B2 in exact arithmetic, each declaring agreement with core/'s B2.
+# Two more rules that are B2 in exact arithmetic, each declaring agreement with core/'s B2: that claim.
 for b2 in polar-frame-moment-at-next-step polar-frame-quotient-not-projected; do
-  certify "$b2"
+  certify "$b2" "$work/rules/$b2.json" "^rule-agrees-with-core-$b2\$"
   [ "$rc" -eq 0 ] || { cat "$work/$b2.log"; fail "$b2 (B2 in exact arithmetic): exit $rc, expected 0"; }
 done
 
@@ -76,13 +77,13 @@ failed=$(grep "^FAILED " "$work/qr-elementwise-uncapped.log")
 # Not declaring equivariance (nor decay, which its quotient cannot meet): both are observations.
 "$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); c["properties"]=[p for p in c["properties"] if p != "equivariance"]; json.dump(c, open(sys.argv[2], "w"))' \
   "$work/rules/qr-elementwise-uncapped.json" "$work/undeclared.json"
-certify qr-elementwise-uncapped "$work/undeclared.json"
+certify qr-elementwise-uncapped "$work/undeclared.json" '^rule-equivariance-'
 [ "$rc" -eq 0 ] || { cat "$work/qr-elementwise-uncapped.log"; fail "the elementwise QR Adam, equivariance not declared: exit $rc"; }
 got=$(verdicts "$work/qr-elementwise-uncapped.cert.json")
 grep -qx "rule-equivariance-qr-elementwise-uncapped observed refuted" <<< "$got" ||
   fail "equivariance is not reported as an observation, refuted"
 
-certify project-twice-sym
+certify project-twice-sym "$work/rules/project-twice-sym.json" '^rule-projection-'
 [ "$rc" -eq 1 ] || { cat "$work/project-twice-sym.log"; fail "the projection bug: exit $rc, expected 1"; }
 grep -q "^FAILED rule-projection-project-twice-sym: refuted" "$work/project-twice-sym.log" ||
   { cat "$work/project-twice-sym.log"; fail "the projection claim does not name the bug"; }
@@ -116,7 +117,7 @@ assert "horizontal" in k["statement"] and "r < d" in k["generator"], k["statemen
   "$work/grassmann-polar-frame-capped.cert.json" || fail "the Grassmann rule's tangent-step claim is not the horizontal one"
 certify canonical-polar-frame-capped
 [ "$rc" -eq 0 ] || { cat "$work/canonical-polar-frame-capped.log"; fail "the canonical-metric Adam: exit $rc, expected 0"; }
-certify cayley-frame-capped
+certify cayley-frame-capped "$work/rules/cayley-frame-capped.json" '^rule-retraction-second-order-'
 got=$(verdicts "$work/cayley-frame-capped.cert.json")
 grep -qx "rule-retraction-second-order-cayley-frame-capped observed refuted" <<< "$got" ||
   fail "the Cayley retraction is not observed to be first order only: $got"
@@ -143,11 +144,11 @@ rc=$?
 
 # The same rules computing in float32 ("dtype": "float32"): certified at float32's rounding, every
 # control killed, and refuted where the float64 rule is.
-f32() {  # f32 NAME: certify NAME with its config in float32
+f32() {  # f32 NAME [CLAIMS]: certify NAME with its config in float32
   "$py" -c 'import json,sys; c=json.load(open(sys.argv[1])); c["dtype"]="float32"; json.dump(c, open(sys.argv[2], "w"))' \
     "$work/rules/$1.json" "$work/rules/$1.f32.json"
   "$stiefel" certify --rule "$work/rules/$1.pt" --rule-config "$work/rules/$1.f32.json" --jobs 2 --cases 8 \
-    --out "$work/$1.f32.cert.json" > "$work/$1.f32.log" 2>&1
+    ${2:+--claims "$2"} --out "$work/$1.f32.cert.json" > "$work/$1.f32.log" 2>&1
   rc=$?
 }
 f32 b2-coupled-decay
@@ -158,7 +159,7 @@ f32 qr-elementwise-uncapped
 [ "$rc" -eq 1 ] && [ "$(grep "^FAILED " "$work/qr-elementwise-uncapped.f32.log")" = \
   "FAILED rule-equivariance-qr-elementwise-uncapped: refuted (expected certified)" ] ||
   { cat "$work/qr-elementwise-uncapped.f32.log"; fail "the elementwise QR Adam in float32: exit $rc, or not refuted on equivariance alone"; }
-f32 project-twice-sym
+f32 project-twice-sym '^rule-projection-'
 [ "$rc" -eq 1 ] && grep -q "^FAILED rule-projection-project-twice-sym: refuted" "$work/project-twice-sym.f32.log" ||
   { cat "$work/project-twice-sym.f32.log"; fail "the projection bug in float32: exit $rc, or the projection not refuted by name"; }
 echo "declared rules: B2 with coupled decay, the QR Adam and the Grassmann B2 certified; equivariance, the projection, the transport and second order refuted by name; in float32 too"

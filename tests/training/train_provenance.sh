@@ -7,7 +7,7 @@
 set -euo pipefail
 stiefel=$1 source=$2 work=$3
 rm -rf "$work" && mkdir -p "$work"
-args=(train --task grok --arm b2 --seed 5 --epochs 24 --eval-every 2 --quiet)
+args=(train --task grok --modulus 47 --arm b2 --seed 5 --epochs 30 --eval-every 2 --quiet)
 "$stiefel" "${args[@]}" --out "$work/killed" &
 pid=$!
 for _ in $(seq 600); do

@@ -4,7 +4,8 @@
 set -euo pipefail
 stiefel=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
-args=(train --task grok --arm b2 --seed 3 --epochs 24 --eval-every 2 --quiet)
+# The grokking task at p = 47 (a quarter of p = 97's work per epoch), long enough to be killed mid-way.
+args=(train --task grok --modulus 47 --arm b2 --seed 3 --epochs 30 --eval-every 2 --quiet)
 "$stiefel" "${args[@]}" --out "$work/straight"
 
 "$stiefel" "${args[@]}" --out "$work/killed" &
@@ -28,7 +29,7 @@ for x, y in zip(a["epochs"], b["epochs"]):
     for k in keys:
         assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
     assert x.get("test_acc") == y.get("test_acc")
-assert len(a["epochs"]) == len(b["epochs"]) == 12  # records at the evaluated epochs
+assert len(a["epochs"]) == len(b["epochs"]) == 15  # records at the evaluated epochs
 print("resumed run is bit-identical to the uninterrupted one")
 PY
 # Checkpoints are canonical (the AdamW moments keyed by parameter name, not by memory address): the
@@ -155,13 +156,13 @@ python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['status']=
 before=$(sha256sum "$work/straight/run.json")
 set +e
 "$stiefel" "${args[@]}" --out "$work/straight" 2> "$work/err-again"; rc_again=$?
-"$stiefel" train --task grok --arm b2 --seed 3 --epochs 28 --eval-every 2 --quiet --out "$work/straight" --resume \
+"$stiefel" train --task grok --modulus 47 --arm b2 --seed 3 --epochs 34 --eval-every 2 --quiet --out "$work/straight" --resume \
   2> "$work/err-more"; rc_more=$?
-"$stiefel" train --task grok --arm b2m --seed 3 --epochs 24 --eval-every 2 --quiet --out "$work/straight" --resume \
+"$stiefel" train --task grok --modulus 47 --arm b2m --seed 3 --epochs 30 --eval-every 2 --quiet --out "$work/straight" --resume \
   2> "$work/err-arm"; rc_arm=$?
 set -e
 [ "$rc_again" -eq 2 ] && grep -q "holds a completed run" "$work/err-again"
-[ "$rc_more" -eq 2 ] && grep -q "records another run: epochs (24 → 28)" "$work/err-more"
+[ "$rc_more" -eq 2 ] && grep -q "records another run: epochs (30 → 34)" "$work/err-more"
 [ "$rc_arm" -eq 2 ] && grep -q "records another run: arm" "$work/err-arm"
 [ "$before" = "$(sha256sum "$work/straight/run.json")" ]
 echo "a finished run is neither overwritten nor extended without --overwrite"
