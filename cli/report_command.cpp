@@ -124,11 +124,9 @@ int run_report(const Options& o) {
     const std::string stem = t["stem"].get<std::string>();
     t.erase("stem");
     if (!o.no_plots) {
+      reports::write_figures(figures[i], o.out);
       json files = json::array();
-      for (const auto& f : figures[i]) {
-        io::write_file_atomically((fs::path(o.out) / f.name).string(), f.png);
-        files.push_back(f.name);
-      }
+      for (const auto& f : figures[i]) files.push_back(f.name);
       t["figures"] = files;
     }
     std::string md = reports::table_markdown(t);

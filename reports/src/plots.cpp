@@ -584,9 +584,8 @@ std::vector<std::string> figure_names(const json& t, const std::string& stem) {
   return out;
 }
 
-std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, const std::string& stem) {
+std::vector<std::string> write_figures(const std::vector<RenderedFigure>& figures, const std::string& out_dir) {
   std::vector<std::string> written;
-  const auto figures = render_plots(t, stem);  // all drawn before the first is written
   if (figures.empty()) return written;
   fs::create_directories(out_dir);
   for (const auto& f : figures) {
@@ -595,6 +594,10 @@ std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, c
     written.push_back(figure.string());
   }
   return written;
+}
+
+std::vector<std::string> draw_plots(const json& t, const std::string& out_dir, const std::string& stem) {
+  return write_figures(render_plots(t, stem), out_dir);  // all drawn before the first is written
 }
 
 }  // namespace stiefel::reports

@@ -75,22 +75,23 @@ constexpr ArmOption kArmOptions[] = {{"riemann_lr", &TrainConfig::riemann_lr, &a
                                      {"elementwise_lr", &TrainConfig::elementwise_lr, &arms::Rates::elementwise_lr},
                                      {"soft_lambda", &TrainConfig::soft_lambda, nullptr}};
 
+// Whether the arm reads the option: the soft penalty's weight where it has one; a rate where its
+// rule changes with it (the arm is asked).
+bool arm_reads(const arms::Arm& arm, const ArmOption& o) {
+  if (o.rate == nullptr) return arm.soft_penalty;
+  if (!arm.on_manifold()) return false;
+  arms::Rates base, other;
+  other.*o.rate = 2 * (base.*o.rate) + 1;
+  return !same_rule(arm.rule(base), arm.rule(other));
+}
+
 }  // namespace
 
 std::vector<std::string> options_not_read(const std::string& arm_name) {
   const arms::Arm& arm = arms::find(arm_name);
   std::vector<std::string> out;
-  for (const ArmOption& o : kArmOptions) {
-    bool read = false;
-    if (o.rate == nullptr) {
-      read = arm.soft_penalty;
-    } else if (arm.on_manifold()) {  // the arm is asked: a rate is read when its rule changes with it
-      arms::Rates base, other;
-      other.*o.rate = 2 * (base.*o.rate) + 1;
-      read = !same_rule(arm.rule(base), arm.rule(other));
-    }
-    if (!read) out.push_back(o.key);
-  }
+  for (const ArmOption& o : kArmOptions)
+    if (!arm_reads(arm, o)) out.push_back(o.key);
   return out;
 }
 
@@ -122,13 +123,13 @@ void refuse_image_options(const TrainConfig& c, const Bad& bad) {
 template <class Bad>
 void refuse_options_not_read(const TrainConfig& c, const Bad& bad) {
   const TrainConfig defaults;
-  for (const auto& key : options_not_read(c.arm))
-    for (const ArmOption& o : kArmOptions)
-      if (key == o.key && c.*o.given != defaults.*o.given) {
-        std::string option = key;
-        std::replace(option.begin(), option.end(), '_', '-');
-        bad(option, "arm " + c.arm + " does not read it: it would not run");
-      }
+  const arms::Arm& arm = arms::find(c.arm);
+  for (const ArmOption& o : kArmOptions)
+    if (!arm_reads(arm, o) && c.*o.given != defaults.*o.given) {
+      std::string option = o.key;
+      std::replace(option.begin(), option.end(), '_', '-');
+      bad(option, "arm " + c.arm + " does not read it: it would not run");
+    }
 }
 
 }  // namespace

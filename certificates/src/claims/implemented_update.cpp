@@ -40,7 +40,8 @@ Claim update_step_tangent_every_rule() {
       "profiles and base scale 10^[-6,6]; peak rate 10^[-0.5,0.5] under a constant or a "
       "warm-up-then-cosine schedule (the training core's: rates from peak/W up to the peak "
       "and down to exactly 0), eps = 0 or 10^-[4,10] times the scale (below the gradients: where eps "
-      "dominates, the step is eps-limited and no bug of the step is visible)";
+      "dominates, the step is eps-limited and no bug of the step is visible); the share of B2's (step, head) pairs "
+      "its cap rescales is the detail's cap_binding_share_b2, and a run where it binds in no case fails the claim";
   c.residual =
       "the worst over rules, steps and heads of four ratios: ||sym(W^T eta)|| (||W^T eta|| for "
       "the Grassmann rules) over the step's unprojected scale ||eta q|| min(1, tau sqrt(r) / "
@@ -80,6 +81,7 @@ Claim update_step_tangent_every_rule() {
     });
   };
   c.cost = 6;
+  c.cap_must_bind = true;
   set_check(c, &check_update_invariants<double>, &check_update_invariants<mp50>,
             {{UpdateMutant::kNormalComponentLeft, "normal-component-left",
               "a normal component 1e-6 ||eta|| W / sqrt(r) left in every step"},
@@ -105,7 +107,9 @@ Claim update_long_run_isometry() {
   c.generator =
       "d in [2,16], r in [1,min(d,8)], one head, T = 10^[1,3] steps of gradients sqrt(corr) D + "
       "sqrt(1-corr) N_t of unit scale, corr in [0,1], warm-up over the first eighth then cosine to "
-      "zero, peak rate 10^[-2,0] (the cap binds at the top); every rule runs the whole case in "
+      "zero, peak rate 10^[-2,0], half the cases at 1, the paper's eta_R (the cap binds there: the share of B2's "
+      "steps it rescales is the detail's "
+      "cap_binding_share_b2, and a run where it binds in no case fails the claim); every rule runs the whole case in "
       "float64 and its first 20 steps in 50 digits; 40 cases. The paper's sizes, float32 and the "
       "paper's 2.1e-5 bound are update-isometry-paper-bound-float32's. The figures give the running "
       "maximum at t = 1, 10, ..., 10^4 (d = 16, r = 4) and its growth exponent for every rule in "
@@ -123,7 +127,8 @@ Claim update_long_run_isometry() {
       k.d = *rc::gen::inRange(2, 17);
       k.r = *rc::gen::inRange(1, std::min(k.d, 8) + 1);
       k.steps = int(std::lround(std::pow(10.0, gen::real(1, 3, 40))));
-      k.log10_lr = gen::real(-2, 0, 20);
+      // Half the cases at peak rate 1, the paper's eta_R, where B2's cap binds.
+      k.log10_lr = *rc::gen::arbitrary<bool>() ? 0.0 : gen::real(-2, 0, 20);
       k.corr = gen::real(0, 1, 10);
       k.seed = *rc::gen::arbitrary<std::uint64_t>();
       return k;
@@ -131,6 +136,7 @@ Claim update_long_run_isometry() {
   };
   c.max_cases = 40;
   c.cost = 8;
+  c.cap_must_bind = true;
   c.figures_double = &figures_long_run<double>;
   set_check(c, &check_update_long_run<double>, &check_update_long_run<mp50>,
             {{LongRunMutant::kSecondOrderPolar, "second-order-polar",

@@ -109,6 +109,7 @@ Matrix<S> cayley_retraction(const Matrix<S>& w, const Matrix<S>& eta) {
 
 struct UpdateRatios {
   double step = 0, moment = 0, isometry = 0, cap = 0, stages = 0;
+  long b2_capped = 0, b2_pairs = 0;  // B2's (step, head) pairs, and those its cap rescales
   std::string worst_rule;
   double worst = -1;
   void keep(double& slot, double ratio, FrameRule r) {
@@ -243,6 +244,11 @@ Frames<S> adam_rule_step(FrameRule rule, const Case& c, UpdateMutant mutant, con
   const auto hyper = adam_rule_hyper<S>(rule, lr, eps);
   if (mutant == UpdateMutant::kStepCounterAhead && state.step == 0) state.step = 1;
   auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+  if (rule == FrameRule::kB2)
+    for (const bool capped : dir.report.capped) {
+      out.b2_capped += capped;
+      ++out.b2_pairs;
+    }
   const long t = hand.t + 1;  // the step's number, counted by the check
   const S cap = hyper.cap_tau ? S(*hyper.cap_tau * sqrt(S(c.r))) : S(0);
   // core/ forms 1 − βᵗ by subtraction, which loses κ = βᵗ/(1 − βᵗ) of relative accuracy (up to 10³
@@ -373,6 +379,7 @@ CheckResult check_update_invariants(const Case& c, UpdateMutant mutant) {
   out.detail = {{"step_tangency", r.step},       {"moment_tangency", r.moment},
                 {"isometry", r.isometry},        {"cap", r.cap},
                 {"stages_recomputed", r.stages}, {"worst_rule", r.worst_rule}};
+  out.detail["cap_binding_share_b2"] = r.b2_pairs > 0 ? double(r.b2_capped) / double(r.b2_pairs) : 0.0;
   return out;
 }
 
@@ -385,6 +392,7 @@ struct LongRunMarks {
   double last = 0;                 // running maximum after the last step
   // The largest error in the first and in the last quarter of the steps: growth along the run.
   double first_quarter = 0, last_quarter = 0;
+  long capped = 0, steps = 0;  // the steps whose cap rescaled the step (a capped rule's), of all
 };
 
 template <class S>
@@ -413,6 +421,7 @@ LongRunMarks long_run_isometry(FrameRule rule, int d, int r, int steps, double p
     if (is_adam_rule(rule)) {
       const auto hyper = adam_rule_hyper<S>(rule, lr, eps);
       auto dir = riemannian_adam_direction<S>(w, g, state, hyper);
+      out.capped += dir.report.capped[0];
       eta = dir.eta[0];
       auto res = finish_riemannian_adam_step<S>(w, std::move(dir), hyper);
       state = std::move(res.state);
@@ -423,6 +432,7 @@ LongRunMarks long_run_isometry(FrameRule rule, int d, int r, int steps, double p
       w[0] = retract(hyper.retraction, w[0], eta);
     }
     if (mutant == LongRunMutant::kSecondOrderPolar) w[0] = second_order_polar<S>(prev, eta);
+    ++out.steps;
     const S error = isometry_error(w[0]);
     worst = std::max(worst, error);
     const int quarter = std::max(1, steps / 4);
@@ -458,6 +468,9 @@ CheckResult check_update_long_run(const Case& c, LongRunMutant mutant) {
     const double growth = steps >= 100 ? marks.last_quarter / std::max(marks.first_quarter, unit) : 0.0;
     const double ratio = std::max(residual_ratio<S>(S(marks.last), S(1), double(c.d * c.r)), 30 * growth / 4);
     out.detail[frame_rule_arm(rule)] = {{"isometry_max", marks.last}, {"growth", growth}};
+    // The regime: the share of B2's steps its cap rescales (one head: a step is a (step, head) pair).
+    if (rule == FrameRule::kB2)
+      out.detail["cap_binding_share_b2"] = double(marks.capped) / double(std::max(marks.steps, 1L));
     if (ratio > out.ratio) {
       out.ratio = ratio;
       out.residual = marks.last;

@@ -90,7 +90,7 @@ CheckResult agreement(const RuleImplementation& impl, const Case& drawn_case, Ag
     keep_worse(out, roundoff(diff, impl.unit_roundoff,
                              rounding_factor(impl, c, s, own_decay(s), /*same_gradients=*/own_decay(s) == 0)));
   }
-  out.detail = {{"rule", frame_rule_arm(drawn)}};
+  out.detail = {{"rule", frame_rule_arm(drawn)}, {"cap_binding_share_b2", cap_binding_share(c)}};
   // A single-rule implementation that is not its reference: which stage differs first.
   if constexpr (std::is_same_v<S, double>)
     if (mutant == AgreementMutant::kNone && !impl.only_rule.empty() && !(out.ratio <= 30))
@@ -110,9 +110,10 @@ Claim agrees_with_core(const RuleImplementation& impl) {
       "one rule of the nine per case (B2, B2-mean, B2 per-column, B2 Grassmann, B2m, B2m-can, PA16, fixed-step "
       "Stiefel, frozen) and B2 beside it, d in [2,10], r in [1,d], H in [1,3], T in [1,30] steps of the sequence "
       "claims' "
-      "gradients (seven profiles, scale 10^[-6,6]), rate 10^[-2,0] (the cap binds at the top; a fixed-step rule's "
-      "rate is divided by the case's largest ||G||), eps 1e-8; 40 "
-      "cases";
+      "gradients (seven profiles, scale 10^[-6,6]), rate 10^[-2,0], half the cases of a built-in implementation at "
+      "eta_R = 1, the paper's (the cap binds there: the share of (step, "
+      "head) pairs it rescales, core/'s B2 on the case's sequence, is the detail's cap_binding_share_b2; a fixed-step "
+      "rule's rate is divided by the case's largest ||G||), eps 1e-8; 40 cases";
   c.residual =
       "max |W_impl - W_core| over steps and entries (entries of size <= 1): in float64 against core/ in float64, "
       "in the 50-digit slot against core/ in 50 digits; factor d*r*T*(1 + ||eta||max), ||eta||max = 8 lr for an "
@@ -122,7 +123,8 @@ Claim agrees_with_core(const RuleImplementation& impl) {
       "rounded start frames and gradients, and the frames' rounding adds u_io/u; the worse of the case's rule and "
       "B2";
   c.analysis = "The same stages in the same order; only rounding separates the two.";
-  c.generator_fn = [] { return sequence_cases(2, 30, -2, 0, false); };
+  c.generator_fn = [impl] { return half_at_paper_rate(impl, sequence_cases(2, 30, -2, 0, false)); };
+  c.cap_must_bind = !impl.declaration;  // a declared rule's cap is its own: the share is recorded, not asserted
   const auto bind = [impl](AgreementMutant m) {
     return Check{[impl, m](const Case& k) { return agreement<double>(impl, k, m); },
                  [impl, m](const Case& k) { return agreement<mp50>(impl, k, m); }};
@@ -171,6 +173,7 @@ struct Reference {
   RiemannianAdamState<double> state;
   double worst = 0;
   int steps_run = 0, capped_steps = 0;
+  long capped_pairs = 0, pairs = 0;  // (step, head) pairs, and those the cap rescales
 };
 
 // One step of a reference at RATE on the gradients G_IN: core/'s rule, or its mutant (a rate and a
@@ -191,6 +194,10 @@ void step_reference(Reference& ref, FrameRule rule, double rate, double eps, con
       for (auto& e : dir.eta) e *= limit / total;
   }
   ref.capped_steps += std::any_of(dir.report.capped.begin(), dir.report.capped.end(), [](bool b) { return b; });
+  for (const bool capped : dir.report.capped) {
+    ref.capped_pairs += capped;
+    ++ref.pairs;
+  }
   auto next = finish_riemannian_adam_step<double>(ref.w, std::move(dir), hyper);
   ref.w = std::move(next.frames);
   ref.state = std::move(next.state);
@@ -210,6 +217,7 @@ void record_reference(CheckResult& r, const Reference& ref, const std::string& t
   nlohmann::json detail = {{"max_difference", ref.worst}, {"steps", c.steps}, {"steps_run", ref.steps_run}};
   if (ref.kind == PaperSizeReference::kCore) {
     detail["steps_capped"] = ref.capped_steps;
+    detail["cap_binding_share"] = double(ref.capped_pairs) / double(std::max(ref.pairs, 1L));
     detail["isometry_running_max"] = iso.max;
     detail["isometry_first_100_steps"] = iso.first;
     detail["isometry_last_100_steps"] = iso.last;
@@ -235,6 +243,7 @@ std::array<CheckResult, 3> paper_size_runs(const RuleImplementation& impl, doubl
   const FrameRule rule = impl.only_rule.empty() ? FrameRule::kB2 : rules_for(impl, {}).front();
   std::array<CheckResult, 3> out;
   for (CheckResult& r : out) r.ratio = 0;
+  long capped_pairs = 0, pairs = 0;  // core/'s, over both runs: the share the claim states
   for (const auto& shape : kPaperSizeShapes) {
     Case c;
     c.d = 128;
@@ -280,7 +289,11 @@ std::array<CheckResult, 3> paper_size_runs(const RuleImplementation& impl, doubl
     for (const Reference& ref : refs)
       record_reference(out[std::size_t(ref.kind)], ref, shape.task, c, normaliser,
                        {iso_max, iso_first, iso_last, std::max(impl.unit_roundoff, impl.io_roundoff)});
+    capped_pairs += refs.front().capped_pairs;
+    pairs += refs.front().pairs;
   }
+  out[std::size_t(PaperSizeReference::kCore)].detail["cap_binding_share"] =
+      double(capped_pairs) / double(std::max(pairs, 1L));
   return out;
 }
 
@@ -305,7 +318,8 @@ Claim paper_size_claim(const RuleImplementation& impl) {
       "u_io/u, as for rule-agrees-with-core; and the isometry error max|W^T W - I| of the implementation's frames "
       "over u*d*r (u the coarser of its two unit roundoffs), the larger ratio. A run in which the cap never binds "
       "counts as failed. The figures per "
-      "task: steps capped, and the isometry error max|W^T W - I| of the implementation's frames over the whole run, "
+      "task: steps capped and the share of (step, head) pairs the cap rescales (over both runs: the detail's "
+      "cap_binding_share), and the isometry error max|W^T W - I| of the implementation's frames over the whole run, "
       "its first 100 and its last 100 steps (the growth law)";
   c.analysis =
       "The same stages in the same order; only rounding separates the two, and B2's step does not amplify it "
@@ -314,6 +328,7 @@ Claim paper_size_claim(const RuleImplementation& impl) {
   c.randomised = false;
   c.generator_fn = [] { return rc::gen::just(Case{}); };
   c.cost = 40;
+  c.cap_must_bind = true;
   c.group = "paper-size";
   const double tolerance = c.tolerance, margin = c.control_margin;
   struct Memo {

@@ -170,6 +170,7 @@ CheckResult equivariant(const RuleImplementation& impl, const Case& c, RotationM
     }
     keep_worse(out, roundoff(diff, impl.unit_roundoff, rounding_factor(impl, c, s, own_decay(s))));
   }
+  out.detail["cap_binding_share_b2"] = cap_binding_share(c);
   return out;
 }
 
@@ -181,13 +182,16 @@ Claim equivariance_claim(const RuleImplementation& impl) {
   c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "B2, B2-mean, B2 per-column, B2 Grassmann, PA16, fixed-step Stiefel; d in [3,10] (O(1) and O(2)'s "
-      "degenerate cases left to prop7-converse), r in [1,d], H in [1,3], T in [1,30], rate 10^[-2,0], "
-      "eps 1e-8, one Haar Q per case; 40 cases";
+      "degenerate cases left to prop7-converse), r in [1,d], H in [1,3], T in [1,30], rate 10^[-2,0], half the cases "
+      "of a built-in implementation at eta_R = 1, the paper's (the cap binds there: the share of (step, head) pairs it "
+      "rescales, core/'s B2 on the case's sequence, is the detail's "
+      "cap_binding_share_b2), eps 1e-8, one Haar Q per case; 40 cases";
   c.residual =
       "max |W_t(Q^T W_0, Q^T G) - Q^T W_t(W_0, G)| over steps and entries, worst rule; factor d*r*T*(1 + "
       "||eta||max) as for rule-agrees-with-core";
   c.analysis = "Each stage commutes with W -> Q^T W: projections, Frobenius norms, the polar factor.";
-  c.generator_fn = [] { return sequence_cases(3, 30, -2, 0, false); };
+  c.generator_fn = [impl] { return half_at_paper_rate(impl, sequence_cases(3, 30, -2, 0, false)); };
+  c.cap_must_bind = !impl.declaration;  // a declared rule's cap is its own: the share is recorded, not asserted
   const auto bind = [impl](RotationMutant m) {
     return same_in_both([impl, m](const Case& k) { return equivariant(impl, k, m); });
   };
@@ -279,6 +283,7 @@ CheckResult decay_annihilated(const RuleImplementation& impl, const Case& c, Dec
     r.detail["quotient_amplification"] = amplification;
     keep_worse(out, r);
   }
+  out.detail["cap_binding_share_b2"] = cap_binding_share(c);
   return out;
 }
 
@@ -293,7 +298,10 @@ Claim decay_claim(const RuleImplementation& impl) {
       "detail); d in [3,10], r in [2,d] (at d = r = 2 the tangent space is a line, "
       "along which a "
       "normalised step cannot see the control's direction), H in [1,3], "
-      "T in [1,30], rate 10^[-2,0], eps 1e-8, lambda = 10^[-3,2] times the gradients' base scale (an implementation "
+      "T in [1,30], rate 10^[-2,0], half the cases of a built-in implementation at eta_R = 1, the paper's (the cap "
+      "binds there: the share of (step, head) pairs it rescales, core/'s B2 on the case's sequence, is the detail's "
+      "cap_binding_share_b2), eps 1e-8, lambda = 10^[-3,2] times the "
+      "gradients' base scale (an implementation "
       "whose gradients cross in float32: 10^[-4,-1] times the smallest gradient norm); 40 cases";
   c.residual =
       "max |W_t(G + lambda W) - W_t(G)| over steps and entries, worst rule; factor d*r*T*(1 + ||eta||max)*(1 + "
@@ -302,14 +310,15 @@ Claim decay_claim(const RuleImplementation& impl) {
   c.analysis =
       "lambda W is normal to St(d,r) at W (Pi_W(W) = W - W sym(W^T W) = 0, and likewise for the "
       "horizontal and canonical maps), so every map removes it.";
-  c.generator_fn = [] {
-    return rc::gen::exec([] {
-      Case k = *sequence_cases(3, 30, -2, 0, false);
-      if (k.r < 2) k.r = 2;
-      k.log10_c = gen::real(-3, 2, 20);
-      return k;
-    });
+  c.generator_fn = [impl] {
+    return half_at_paper_rate(impl, rc::gen::exec([] {
+                                Case k = *sequence_cases(3, 30, -2, 0, false);
+                                if (k.r < 2) k.r = 2;
+                                k.log10_c = gen::real(-3, 2, 20);
+                                return k;
+                              }));
   };
+  c.cap_must_bind = !impl.declaration;  // a declared rule's cap is its own: the share is recorded, not asserted
   const auto bind = [impl](DecayMutant m) {
     return same_in_both([impl, m](const Case& k) { return decay_annihilated(impl, k, m); });
   };

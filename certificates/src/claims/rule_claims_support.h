@@ -255,6 +255,18 @@ inline rc::Gen<Case> sequence_cases(int lo_d, int max_t, double lr_lo, double lr
   });
 }
 
+// Half of a built-in implementation's cases at eta_R = 1, the paper's rate, where B2's cap binds
+// (§3.2): a claim about the update runs where the paper's optimizer runs as well as over the drawn
+// rates. A declared rule's cases keep the drawn rates.
+inline rc::Gen<Case> half_at_paper_rate(const RuleImplementation& impl, rc::Gen<Case> cases) {
+  if (impl.declaration) return cases;
+  return rc::gen::exec([cases] {
+    Case k = *cases;
+    if (*rc::gen::arbitrary<bool>()) k.log10_lr = 0;
+    return k;
+  });
+}
+
 inline Claim base_claim(const RuleImplementation& impl, const std::string& id, const std::string& source,
                         const std::string& kind, const std::string& statement) {
   Claim c = make_claim(id + "-" + impl.name, source, kind, statement);

@@ -32,6 +32,9 @@ struct RenderedFigure {
   std::string name, png;
 };
 std::vector<RenderedFigure> render_plots(const nlohmann::json& table, const std::string& stem);
+// Writes each rendered figure to OUT_DIR/NAME (atomically, the folder made where missing); returns
+// the files written.
+std::vector<std::string> write_figures(const std::vector<RenderedFigure>& figures, const std::string& out_dir);
 // The names render_plots gives the table's figures (STEM-KIND.png), without drawing them.
 std::vector<std::string> figure_names(const nlohmann::json& table, const std::string& stem);
 
