@@ -212,6 +212,7 @@ Claim update_isometry_paper_bound_float32() {
   c.randomised = false;
   c.generator_fn = [] { return rc::gen::just(Case{}); };
   c.cost = 40;
+  c.cap_must_bind = true;
   c.group = "paper-size";
   set_check(c, &check_paper_isometry_float32<double>, &check_paper_isometry_float32<mp50>,
             {{PaperIsometryMutant::kGramRoute, "gram-route",

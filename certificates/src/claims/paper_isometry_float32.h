@@ -53,6 +53,7 @@ inline CheckResult paper_isometry_float32_run(PaperIsometryMutant mutant) {
   CheckResult r;
   r.normaliser = kPaperIsometryBound;
   r.ratio = 0;
+  long capped_total = 0, steps_total = 0;  // over both runs: the share the certificate states
   for (const auto& shape : kPaperIsometryShapes) {
     Case c;
     c.d = 128;
@@ -96,6 +97,8 @@ inline CheckResult paper_isometry_float32_run(PaperIsometryMutant mutant) {
         }
       }
     }
+    capped_total += capped_steps;
+    steps_total += steps_run;
     double ratio = double(worst) / kPaperIsometryBound;
     r.detail[shape.task] = {{"isometry_running_max", worst},
                             {"at_step", worst_step},
@@ -114,6 +117,7 @@ inline CheckResult paper_isometry_float32_run(PaperIsometryMutant mutant) {
       r.residual = worst;
     }
   }
+  r.detail["cap_binding_share"] = double(capped_total) / double(std::max(steps_total, 1L));
   return r;
 }
 
