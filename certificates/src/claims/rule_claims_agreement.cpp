@@ -124,7 +124,7 @@ Claim agrees_with_core(const RuleImplementation& impl) {
       "B2";
   c.analysis = "The same stages in the same order; only rounding separates the two.";
   c.generator_fn = [impl] { return half_at_paper_rate(impl, sequence_cases(2, 30, -2, 0, false)); };
-  c.cap_must_bind = !impl.declaration;  // a declared rule's cap is its own: the share is recorded, not asserted
+  c.cap_must_bind = built_in(impl);  // a user's rule's cap is its own: the share is recorded, not asserted
   const auto bind = [impl](AgreementMutant m) {
     return Check{[impl, m](const Case& k) { return agreement<double>(impl, k, m); },
                  [impl, m](const Case& k) { return agreement<mp50>(impl, k, m); }};

@@ -191,7 +191,7 @@ Claim equivariance_claim(const RuleImplementation& impl) {
       "||eta||max) as for rule-agrees-with-core";
   c.analysis = "Each stage commutes with W -> Q^T W: projections, Frobenius norms, the polar factor.";
   c.generator_fn = [impl] { return half_at_paper_rate(impl, sequence_cases(3, 30, -2, 0, false)); };
-  c.cap_must_bind = !impl.declaration;  // a declared rule's cap is its own: the share is recorded, not asserted
+  c.cap_must_bind = built_in(impl);  // a user's rule's cap is its own: the share is recorded, not asserted
   const auto bind = [impl](RotationMutant m) {
     return same_in_both([impl, m](const Case& k) { return equivariant(impl, k, m); });
   };
@@ -318,7 +318,7 @@ Claim decay_claim(const RuleImplementation& impl) {
                                 return k;
                               }));
   };
-  c.cap_must_bind = !impl.declaration;  // a declared rule's cap is its own: the share is recorded, not asserted
+  c.cap_must_bind = built_in(impl);  // a user's rule's cap is its own: the share is recorded, not asserted
   const auto bind = [impl](DecayMutant m) {
     return same_in_both([impl, m](const Case& k) { return decay_annihilated(impl, k, m); });
   };

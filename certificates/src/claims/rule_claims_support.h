@@ -255,11 +255,14 @@ inline rc::Gen<Case> sequence_cases(int lo_d, int max_t, double lr_lo, double lr
   });
 }
 
+// The certificate's own implementations of every frame rule (core/, the trainer), not a user's rule.
+inline bool built_in(const RuleImplementation& impl) { return impl.only_rule.empty() && !impl.declaration; }
+
 // Half of a built-in implementation's cases at eta_R = 1, the paper's rate, where B2's cap binds
 // (§3.2): a claim about the update runs where the paper's optimizer runs as well as over the drawn
-// rates. A declared rule's cases keep the drawn rates.
+// rates. A user's rule keeps the drawn rates (its cap, if any, is its own).
 inline rc::Gen<Case> half_at_paper_rate(const RuleImplementation& impl, rc::Gen<Case> cases) {
-  if (impl.declaration) return cases;
+  if (!built_in(impl)) return cases;
   return rc::gen::exec([cases] {
     Case k = *cases;
     if (*rc::gen::arbitrary<bool>()) k.log10_lr = 0;
