@@ -182,8 +182,9 @@ Claim equivariance_claim(const RuleImplementation& impl) {
   c.own_dtype_only = true;  // the 50-digit slot repeats the implementation's run
   c.generator =
       "B2, B2-mean, B2 per-column, B2 Grassmann, PA16, fixed-step Stiefel; d in [3,10] (O(1) and O(2)'s "
-      "degenerate cases left to prop7-converse), r in [1,d], H in [1,3], T in [1,30], rate 10^[-2,0], half the cases "
-      "of a built-in implementation at eta_R = 1, the paper's (the cap binds there: the share of (step, head) pairs it "
+      "degenerate cases left to prop7-converse), r in [1,d], H in [1,3], T in [1,30], rate 10^[-2,0], about half the "
+      "cases of core/ and the trainer (the first among them) at eta_R = 1, the paper's (the cap binds there: the share "
+      "of (step, head) pairs it "
       "rescales, core/'s B2 on the case's sequence, is the detail's "
       "cap_binding_share_b2), eps 1e-8, one Haar Q per case; 40 cases";
   c.residual =
@@ -298,8 +299,9 @@ Claim decay_claim(const RuleImplementation& impl) {
       "detail); d in [3,10], r in [2,d] (at d = r = 2 the tangent space is a line, "
       "along which a "
       "normalised step cannot see the control's direction), H in [1,3], "
-      "T in [1,30], rate 10^[-2,0], half the cases of a built-in implementation at eta_R = 1, the paper's (the cap "
-      "binds there: the share of (step, head) pairs it rescales, core/'s B2 on the case's sequence, is the detail's "
+      "T in [1,30], rate 10^[-2,0], about half the cases of core/ and the trainer (the first among them) at eta_R = "
+      "1, the paper's (the cap binds there: the share of (step, head) pairs it rescales, core/'s B2 on the case's "
+      "sequence, is the detail's "
       "cap_binding_share_b2), eps 1e-8, lambda = 10^[-3,2] times the "
       "gradients' base scale (an implementation "
       "whose gradients cross in float32: 10^[-4,-1] times the smallest gradient norm); 40 cases";
