@@ -3,7 +3,7 @@
 # records their own runs write, bit for bit but for timings and "compute" (which names the batch),
 # and checkpoints holding the same tensors:
 #   1. every arm the grokking task takes, two seeds, alone and batched (and a diverging setting), at
-#      the modulus 23 (the batched code does not depend on it; part 3 runs §4.3's 97);
+#      the modulus 23 (the batched code does not depend on it; part 3 runs 47);
 #   2. a grid through `stiefel experiment --batch-seeds 2` against the same grid run alone (the
 #      grokking smoke profile: modulus 23);
 #   3. a batched run killed mid-run and resumed batched, one of its runs from scratch (its folder
@@ -77,8 +77,9 @@ done
 [ "$n" -eq 8 ] || { echo "FAIL: $n records in the smoke grid, expected 8"; exit 1; }
 echo "grok-5seed smoke grid in seed batches: $n records equal the runs' own"
 
-# 3. Kill and resume a batched run; one of its runs restarts from scratch.
-common=(train --task grok --arm b2 --epochs 6 --eval-every 1 --quiet)
+# 3. Kill and resume a batched run; one of its runs restarts from scratch (the modulus 47: a
+#    quarter of the work per epoch of the paper's 97, the same kill window in epochs).
+common=(train --task grok --modulus 47 --arm b2 --epochs 6 --eval-every 1 --quiet)
 for s in 0 1; do "$stiefel" "${common[@]}" --seed $s --out "$work/kill/alone-$s" > /dev/null 2>&1; done
 "$stiefel" "${common[@]}" --seed 0 --out "$work/kill/batch-0" --batch-seed "1=$work/kill/batch-1" > /dev/null 2>&1 &
 pid=$!
@@ -112,7 +113,7 @@ mkdir -p "$work/held/b1"
 holder=$!
 sleep 0.5
 rc=0
-"$stiefel" train --task grok --arm b2 --epochs 2 --eval-every 2 --quiet --seed 0 --out "$work/held/b0" \
+"$stiefel" train --task grok --modulus 23 --arm b2 --epochs 2 --eval-every 2 --quiet --seed 0 --out "$work/held/b0" \
   --batch-seed "1=$work/held/b1" > "$work/held.log" 2>&1 || rc=$?
 kill $holder 2>/dev/null || true
 wait $holder 2>/dev/null || true
