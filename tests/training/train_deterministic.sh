@@ -8,7 +8,7 @@
 set -euo pipefail
 stiefel=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
-grok=(train --task grok --arm b2 --seed 3 --epochs 6 --eval-every 2 --quiet)
+grok=(train --task grok --modulus 47 --arm b2 --seed 3 --epochs 6 --eval-every 2 --quiet)
 env -u CUBLAS_WORKSPACE_CONFIG "$stiefel" "${grok[@]}" --deterministic --out "$work/det-1"
 env -u CUBLAS_WORKSPACE_CONFIG "$stiefel" "${grok[@]}" --deterministic --out "$work/det-2"
 "$stiefel" "${grok[@]}" --out "$work/plain"
