@@ -253,18 +253,23 @@ again=$("$stiefel" experiment table7 --profile smoke --out "$work/advice" 2>&1) 
 grep -q "already finished (skipped), 0 to run" <<<"$again" || fail "the advised command did not settle it: $again"
 echo "13: the damaged-checkpoint advice works"
 
-# 14: two `experiment` processes on one --out: runs the other holds are left to it, nothing is "failed".
+# 14: two `experiment` processes on one --out: runs the other holds are left to it, nothing is "failed"
+#     (three arms, six runs of about 2 s: the second process starts while the first holds one).
 rm -rf "$work/twice"
-"$stiefel" experiment table7 --profile smoke --out "$work/twice" > "$work/twice-1.log" 2>&1 &
+twice=(experiment table7 --profile smoke --arms a2,b2,pa16 --out "$work/twice")
+"$stiefel" "${twice[@]}" > "$work/twice-1.log" 2>&1 &
 first=$!
 sleep 2
-"$stiefel" experiment table7 --profile smoke --out "$work/twice" > "$work/twice-2.log" 2>&1; rc2=$?
+"$stiefel" "${twice[@]}" > "$work/twice-2.log" 2>&1; rc2=$?
 wait "$first"; rc1=$?
 [ "$rc1" -eq 0 ] && [ "$rc2" -eq 0 ] || fail "two processes: exits $rc1, $rc2: $(cat "$work/twice-1.log" "$work/twice-2.log")"
 ! grep -q "failed" "$work/twice-1.log" "$work/twice-2.log" || fail "a run was called failed: $(cat "$work/twice-2.log")"
+grep -q "in another process and were left to it" "$work/twice-2.log" "$work/twice-1.log" ||
+  fail "the two processes never met: $(cat "$work/twice-1.log" "$work/twice-2.log")"
 final=$("$stiefel" experiment table7 --profile smoke --out "$work/twice" --status 2>&1)
-grep -q "completed, 0 diverged" <<<"$final" && ! grep -qE " (failed|missing|running)  " <<<"$final" ||
-  fail "not every run completed: $final"
+grep -q ": 14 runs: 6 completed, 0 diverged, 0 running, 0 queued, 0 failed, 0 repair, 0 mismatched, 8 missing" <<<"$final" &&
+  [ "$(grep -cE "^main/(a2|b2|pa16)/seed-[01] +completed " <<<"$final")" -eq 6 ] ||
+  fail "not every run of the three arms completed: $final"
 echo "14: two processes on one folder share it"
 
 # 15: a folder where a file is expected is named; a refused --claims writes nothing.
