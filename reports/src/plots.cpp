@@ -210,6 +210,13 @@ struct Figure {
   std::vector<std::string> series;
   std::vector<std::string> legend;                         // the series' titles
   std::vector<std::pair<std::string, std::string>> files;  // name, content
+  // Small multiples: where any are set, the figure is these panels (gp and series unused), each its
+  // settings and its plot command's series, laid out one or two to a row under the title.
+  struct Panel {
+    std::string settings;
+    std::vector<std::string> series;
+  };
+  std::vector<Panel> panels;
 };
 
 // Every figure's title states the budget run, on a second line (the title states the paper's).
@@ -301,10 +308,96 @@ std::string group_prefix(const json& t, const json& g) {
   return t.at("groups").size() > 1 ? g.at("id").get<std::string>() + ": " : "";
 }
 
+// Kind "grok" where an arm has several seeds: small multiples, so that each seed's transition is
+// seen (the paper reports one epoch a seed). The first panel holds each arm's mean held-out (solid)
+// and train (dashed) accuracy; then one panel a seed, with every arm's held-out accuracy for that
+// seed and its sustained-grok epoch as a dashed vertical line in the arm's colour, the epochs stated
+// in the panel's title; the legend has a cell of its own, last, so that it covers no curve.
+struct GrokPanels {
+  static std::string head(const std::string& title) {
+    return header(title, "epoch", "accuracy") + "set yrange [0:1.02]\nunset arrow\nunset key\n";
+  }
+
+  GrokPanels(const json& t) : means{head("mean over seeds"), {}} {
+    for (const auto& g : t.at("groups"))
+      for (const auto& a : g.at("arms"))
+        if (a.contains("curve") && a.contains("seed_curves"))
+          for (const auto& s : a.at("seed_curves")) seeds.push_back(s.at("seed").get<long long>());
+    std::sort(seeds.begin(), seeds.end());
+    seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+    per_seed.resize(seeds.size());
+    grok_epochs.resize(seeds.size());
+  }
+
+  // Arm A's mean curves, its key entries, and its seeds' held-out curves and sustained-grok epochs.
+  void add(Figure& f, const json& a, const SeriesStyle& style) {
+    const auto& c = a.at("curve");
+    std::ostringstream out;
+    for (std::size_t i = 0; i < c.at("epoch").size(); ++i)
+      out << c.at("epoch").at(i).get<double>() << " " << c.at("train_acc").at(i).get<double>() << " "
+          << (c.at("test_acc").at(i).is_null() ? std::string("NaN")
+                                               : std::to_string(c.at("test_acc").at(i).get<double>()))
+          << "\n";
+    const std::string dat = gnuplot_string(f.data_file(out.str()));
+    means.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour + " notitle");
+    means.series.push_back(dat + " using 1:2 with lines lw 1 dt 2" + style.colour + " notitle");
+    key.push_back("NaN with lines lw 2" + style.colour + f.titled(style.label + " held-out"));
+    key.push_back("NaN with lines lw 1 dt 2" + style.colour + f.titled(style.label + " train (first panel)"));
+    if (!a.contains("seed_curves")) return;
+    key.push_back("NaN with lines lw 2 dt 2" + style.colour + f.titled(style.label + " sustained grok (seed panels)"));
+    for (const auto& s : a.at("seed_curves")) {
+      const auto k =
+          std::size_t(std::lower_bound(seeds.begin(), seeds.end(), s.at("seed").get<long long>()) - seeds.begin());
+      std::ostringstream line;
+      const auto& ep = s.at("epoch");
+      for (std::size_t i = 0; i < ep.size(); ++i)
+        line << ep.at(i).get<double>() << " " << s.at("test_acc").at(i).get<double>() << "\n";
+      per_seed[k].series.push_back(gnuplot_string(f.data_file(line.str())) + " using 1:2 with lines lw 1" +
+                                   style.colour + " notitle");
+      const bool grokked = !s.at("sustained").is_null();
+      const std::string epoch = grokked ? std::to_string(s.at("sustained").get<long long>()) : "";
+      if (grokked)
+        per_seed[k].settings +=
+            "set arrow from " + epoch + ", graph 0 to " + epoch + ", graph 1 nohead lw 2 dt 2" + style.colour + "\n";
+      grok_epochs[k] += (grok_epochs[k].empty() ? "" : ", ") + style.label + (grokked ? " at " + epoch : " never");
+    }
+  }
+
+  void finish(Figure& f) {
+    f.panels.push_back(std::move(means));
+    for (std::size_t k = 0; k < seeds.size(); ++k)
+      f.panels.push_back({head("seed " + std::to_string(seeds[k]) + ", held-out; sustained grok: " + grok_epochs[k]) +
+                              per_seed[k].settings,
+                          std::move(per_seed[k].series)});
+    f.panels.push_back(
+        {"unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\n"
+         "unset arrow\nset xrange [0:1]\nset yrange [0:1]\nset key center center maxcols 1\n",
+         std::move(key)});
+  }
+
+  std::vector<long long> seeds;
+  Figure::Panel means;
+  std::vector<Figure::Panel> per_seed;
+  std::vector<std::string> grok_epochs;  // "A2 at 3900, B2 never" for each seed's title
+  std::vector<std::string> key;
+};
+
+void draw_grok_panels(Figure& f, const json& t) {
+  GrokPanels panels(t);
+  for (const auto& g : t.at("groups"))
+    for (const auto& a : g.at("arms"))
+      if (a.contains("curve")) panels.add(f, a, series_style(t, g, a));
+  panels.finish(f);
+}
+
 // kind "isometry": the isometry error against epoch; kind "grok": train and held-out accuracy against
-// epoch. One curve (mean over seeds) per arm; for grok, each seed's held-out accuracy too, a thin line
-// in the arm's colour with its sustained-grok epoch marked (a circle), where the arm has several.
+// epoch, one curve (mean over seeds) per arm, or small multiples where an arm has several seeds
+// (draw_grok_panels).
 void draw_curves(Figure& f, const json& t, const std::string& kind) {
+  if (kind == "grok")
+    for (const auto& g : t.at("groups"))
+      for (const auto& a : g.at("arms"))
+        if (a.contains("seed_curves")) return draw_grok_panels(f, t);
   f.head("epoch", kind == "isometry" ? "isometry error max_h |W^T W - I|_max (mean over seeds)" : "accuracy");
   if (kind == "isometry")
     f.gp << "set logscale y\nset format y '10^{%L}'\n";
@@ -326,26 +419,8 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
       if (kind == "isometry") {
         f.series.push_back(dat + " using 1:4 with lines lw 2" + style.colour + f.titled(style.label));
       } else {  // held-out solid, train dashed, in the arm's colour
-        const bool per_seed = kind == "grok" && a.contains("seed_curves");
-        f.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour +
-                           f.titled(style.label + (per_seed ? " held-out, mean" : " held-out")));
+        f.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour + f.titled(style.label + " held-out"));
         f.series.push_back(dat + " using 1:2 with lines lw 1 dt 2" + style.colour + f.titled(style.label + " train"));
-        if (!per_seed) continue;
-        std::ostringstream lines, marks;
-        for (const auto& s : a.at("seed_curves")) {
-          const auto& ep = s.at("epoch");
-          for (std::size_t i = 0; i < ep.size(); ++i) {
-            lines << ep.at(i).get<double>() << " " << s.at("test_acc").at(i).get<double>() << "\n";
-            if (!s.at("sustained").is_null() && ep.at(i) == s.at("sustained"))
-              marks << ep.at(i).get<double>() << " " << s.at("test_acc").at(i).get<double>() << "\n";
-          }
-          lines << "\n";  // a blank line ends one seed's line
-        }
-        f.series.push_back(gnuplot_string(f.data_file(lines.str())) + " using 1:2 with lines lw 0.5" + style.colour +
-                           f.titled(style.label + " held-out, each seed"));
-        if (!marks.str().empty())
-          f.series.push_back(gnuplot_string(f.data_file(marks.str())) + " using 1:2 with points pt 6 ps 1.2" +
-                             style.colour + f.titled(style.label + " sustained grok, each seed"));
       }
     }
 }
@@ -553,6 +628,20 @@ FigureScript figure_script(const json& t, const std::string& kind) {
   Figure f(figure_title(t));
   draw(f, t, kind);
   FigureScript out;
+  if (!f.panels.empty()) {
+    const std::size_t n = f.panels.size(), columns = n <= 3 ? 1 : 2, rows = (n + columns - 1) / columns;
+    out.script = "set terminal pngcairo size 1000," + std::to_string(80 + 330 * rows) +
+                 " enhanced font 'sans,9'\nset output 'figure.png'\nset multiplot layout " + std::to_string(rows) +
+                 "," + std::to_string(columns) + " rowsfirst title " + gnuplot_string(f.title) + " noenhanced\n";
+    for (const auto& p : f.panels) {
+      out.script += p.settings + "plot ";
+      for (std::size_t i = 0; i < p.series.size(); ++i) out.script += (i ? ", \\\n     " : "") + p.series.at(i);
+      out.script += "\n";
+    }
+    out.script += "unset multiplot\n";
+    out.files = std::move(f.files);
+    return out;
+  }
   if (f.series.empty()) return out;
   out.script = terminal(f.legend) + f.gp.str() + "plot ";
   for (std::size_t i = 0; i < f.series.size(); ++i) out.script += (i ? ", \\\n     " : "") + f.series.at(i);

@@ -293,3 +293,60 @@ TEST(Plots, AnArmKeepsItsRegistryColourAndLabelAndTheLegendNeverSqueezesThePlot)
   five["groups"][0]["arms"].push_back(entry("frozen", "frozen", "Frozen"));
   EXPECT_EQ(height(figure_script(five, "isometry").script), three + 18);
 }
+
+// A grokking table whose arms have several seeds is drawn as small multiples: the means, one panel a
+// seed (the seeds of every arm, each arm's curve in the panel of its seed) with the sustained-grok
+// epoch as a line in the arm's colour and in the title, and the legend in a cell of its own.
+TEST(Plots, SeveralSeedsOfAGrokTableGetAPanelEachWithTheirSustainedGrokEpoch) {
+  auto seed_curve = [](int seed, json sustained) {
+    return json{{"seed", seed}, {"epoch", {100, 200, 300}}, {"test_acc", {0.1, 0.9, 0.95}}, {"sustained", sustained}};
+  };
+  const json curve = {{"epoch", {100, 200, 300}},         {"train_acc", {0.5, 1.0, 1.0}},
+                      {"test_acc", {0.1, 0.5, 0.9}},      {"test_acc_min", {0.1, 0.1, 0.8}},
+                      {"test_acc_max", {0.1, 0.9, 0.95}}, {"isometry_error_max", {1e-7, 1e-7, 1e-7}}};
+  json a2 = {{"id", "a2"}, {"curve", curve}, {"n", 2}, {"seed_curves", {seed_curve(0, 200), seed_curve(1, nullptr)}}};
+  json b2 = {{"id", "b2"}, {"curve", curve}, {"n", 2}, {"seed_curves", {seed_curve(2, nullptr), seed_curve(1, 300)}}};
+  json table = {{"title", "grok"},
+                {"profile", "p"},
+                {"plots", {"grok"}},
+                {"groups", {{{"id", "g"}, {"label", "g"}, {"arms", {a2, b2}}, {"contrasts", json::array()}}}}};
+  const std::string script = figure_script(table, "grok").script;
+  EXPECT_NE(script.find("set multiplot layout 3,2 rowsfirst title 'grok"), std::string::npos) << script;
+  // The panels, in order: each its settings and its plot command (which ends at the first line break
+  // not escaped).
+  std::vector<std::string> panels, plots;
+  for (std::size_t from = 0, at; (at = script.find("\nplot ", from)) != std::string::npos;) {
+    std::size_t end = at + 1;
+    while ((end = script.find('\n', end + 1)) != std::string::npos && script[end - 1] == '\\') {}
+    panels.push_back(script.substr(from, end - from));
+    plots.push_back(script.substr(at + 1, end - at - 1));
+    from = end;
+  }
+  ASSERT_EQ(panels.size(), 5u) << script;  // the means, seeds 0, 1 and 2, the legend
+  const auto a2_colour = stiefel::arms::find("a2").colour, b2_colour = stiefel::arms::find("b2").colour;
+  EXPECT_NE(panels[0].find("'mean over seeds'"), std::string::npos);
+  EXPECT_NE(panels[1].find("'seed 0, held-out; sustained grok: A2 at 200'"), std::string::npos) << panels[1];
+  EXPECT_NE(panels[1].find("set arrow from 200, graph 0 to 200, graph 1 nohead lw 2 dt 2 lc rgb '" + a2_colour + "'"),
+            std::string::npos)
+      << panels[1];
+  EXPECT_NE(panels[2].find("'seed 1, held-out; sustained grok: A2 never, B2 at 300'"), std::string::npos) << panels[2];
+  EXPECT_NE(panels[2].find("set arrow from 300, graph 0 to 300, graph 1 nohead lw 2 dt 2 lc rgb '" + b2_colour + "'"),
+            std::string::npos);
+  EXPECT_EQ(panels[2].find("set arrow from 200"), std::string::npos) << "seed 0's line drawn again";
+  EXPECT_NE(panels[3].find("'seed 2, held-out; sustained grok: B2 never'"), std::string::npos) << panels[3];
+  EXPECT_EQ(panels[3].find("set arrow from "), std::string::npos) << panels[3];
+  for (std::size_t k = 0; k < 4; ++k) {  // the data panels: no legend, every arrow of the one before unset
+    EXPECT_NE(panels[k].find("unset arrow\n"), std::string::npos) << k;
+    EXPECT_NE(panels[k].find("unset key\n"), std::string::npos) << k;
+    EXPECT_EQ(plots[k].find(" title '"), std::string::npos) << plots[k];
+  }
+  EXPECT_EQ(plots[1].find("lc rgb '" + b2_colour + "'"), std::string::npos) << "a B2 curve in seed 0's panel";
+  EXPECT_NE(plots[2].find("lc rgb '" + b2_colour + "'"), std::string::npos) << "no B2 curve in seed 1's panel";
+  for (const std::string entry : {"A2 held-out", "A2 train (first panel)", "A2 sustained grok (seed panels)",
+                                  "B2 held-out", "B2 sustained grok (seed panels)"})
+    EXPECT_NE(plots[4].find("title '" + entry + "'"), std::string::npos) << entry;
+  if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot";
+  const auto figures = render_plots(table, "grok-p");
+  ASSERT_EQ(figures.size(), 1u);
+  EXPECT_GT(figures[0].png.size(), 1000u);
+}
