@@ -308,29 +308,48 @@ std::string group_prefix(const json& t, const json& g) {
   return t.at("groups").size() > 1 ? g.at("id").get<std::string>() + ": " : "";
 }
 
+// A seed or an epoch of a table: a whole number, refused by name otherwise (it names a panel or
+// places a line; a fraction would be truncated without a word).
+long long whole_number(const json& v, const std::string& what) {
+  if (!v.is_number_integer()) throw ExperimentError("figure grok: " + what + " " + v.dump() + " is not a whole number");
+  return v.get<long long>();
+}
+
 // Kind "grok" where an arm has several seeds: small multiples, so that each seed's transition is
 // seen (the paper reports one epoch a seed). The first panel holds each arm's mean held-out (solid)
-// and train (dashed) accuracy; then one panel a seed, with every arm's held-out accuracy for that
-// seed and its sustained-grok epoch as a dashed vertical line in the arm's colour, the epochs stated
-// in the panel's title; the legend has a cell of its own, last, so that it covers no curve.
+// and train (dashed) accuracy; then one panel a seed (the first kMaxSeedPanels seeds), with the
+// held-out accuracy of every arm that ran it and its sustained-grok epoch as a dashed vertical line
+// in the arm's colour, the epochs stated in the panel's title; the legend has a cell of its own,
+// last, so that it covers no curve. An arm without a registry colour gets one of gnuplot's by its
+// place in the table, the same in every panel.
 struct GrokPanels {
+  static constexpr std::size_t kMaxSeedPanels = 12;  // 8 rows of two at most (cairo's canvas stays small)
+
   static std::string head(const std::string& title) {
     return header(title, "epoch", "accuracy") + "set yrange [0:1.02]\nunset arrow\nunset key\n";
   }
 
-  GrokPanels(const json& t) : means{head("mean over seeds"), {}} {
+  explicit GrokPanels(const json& t) {
     for (const auto& g : t.at("groups"))
       for (const auto& a : g.at("arms"))
         if (a.contains("curve") && a.contains("seed_curves"))
-          for (const auto& s : a.at("seed_curves")) seeds.push_back(s.at("seed").get<long long>());
+          for (const auto& s : a.at("seed_curves")) seeds.push_back(whole_number(s.at("seed"), "seed"));
     std::sort(seeds.begin(), seeds.end());
     seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+    std::string title = "mean over seeds";
+    if (seeds.size() > kMaxSeedPanels) {
+      title += " (a panel for each of the first " + std::to_string(kMaxSeedPanels) + " of " +
+               std::to_string(seeds.size()) + " seeds)";
+      seeds.resize(kMaxSeedPanels);
+    }
+    means.settings = head(title);
     per_seed.resize(seeds.size());
     grok_epochs.resize(seeds.size());
   }
 
   // Arm A's mean curves, its key entries, and its seeds' held-out curves and sustained-grok epochs.
-  void add(Figure& f, const json& a, const SeriesStyle& style) {
+  void add(Figure& f, const json& a, SeriesStyle style) {
+    if (style.colour.empty()) style.colour = " lc " + std::to_string(++uncoloured);
     const auto& c = a.at("curve");
     std::ostringstream out;
     for (std::size_t i = 0; i < c.at("epoch").size(); ++i)
@@ -346,16 +365,17 @@ struct GrokPanels {
     if (!a.contains("seed_curves")) return;
     key.push_back("NaN with lines lw 2 dt 2" + style.colour + f.titled(style.label + " sustained grok (seed panels)"));
     for (const auto& s : a.at("seed_curves")) {
-      const auto k =
-          std::size_t(std::lower_bound(seeds.begin(), seeds.end(), s.at("seed").get<long long>()) - seeds.begin());
-      std::ostringstream line;
+      const auto at = std::lower_bound(seeds.begin(), seeds.end(), whole_number(s.at("seed"), "seed"));
       const auto& ep = s.at("epoch");
+      if (at == seeds.end() || *at != s.at("seed").get<long long>() || ep.empty()) continue;
+      const auto k = std::size_t(at - seeds.begin());
+      std::ostringstream line;
       for (std::size_t i = 0; i < ep.size(); ++i)
         line << ep.at(i).get<double>() << " " << s.at("test_acc").at(i).get<double>() << "\n";
       per_seed[k].series.push_back(gnuplot_string(f.data_file(line.str())) + " using 1:2 with lines lw 1" +
                                    style.colour + " notitle");
       const bool grokked = !s.at("sustained").is_null();
-      const std::string epoch = grokked ? std::to_string(s.at("sustained").get<long long>()) : "";
+      const std::string epoch = grokked ? std::to_string(whole_number(s.at("sustained"), "sustained-grok epoch")) : "";
       if (grokked)
         per_seed[k].settings +=
             "set arrow from " + epoch + ", graph 0 to " + epoch + ", graph 1 nohead lw 2 dt 2" + style.colour + "\n";
@@ -363,15 +383,18 @@ struct GrokPanels {
     }
   }
 
+  // The panels into F: the means, each seed that has a curve to draw, the legend.
   void finish(Figure& f) {
+    if (means.series.empty()) return;
     f.panels.push_back(std::move(means));
     for (std::size_t k = 0; k < seeds.size(); ++k)
-      f.panels.push_back({head("seed " + std::to_string(seeds[k]) + ", held-out; sustained grok: " + grok_epochs[k]) +
-                              per_seed[k].settings,
-                          std::move(per_seed[k].series)});
+      if (!per_seed[k].series.empty())
+        f.panels.push_back({head("seed " + std::to_string(seeds[k]) + ", held-out; sustained grok: " + grok_epochs[k]) +
+                                per_seed[k].settings,
+                            std::move(per_seed[k].series)});
     f.panels.push_back(
         {"unset title\nunset border\nunset tics\nunset xlabel\nunset ylabel\nunset grid\n"
-         "unset arrow\nset xrange [0:1]\nset yrange [0:1]\nset key center center maxcols 1\n",
+         "unset arrow\nset xrange [0:1]\nset yrange [0:1]\nset key center center maxcols 1 noenhanced\n",
          std::move(key)});
   }
 
@@ -380,6 +403,7 @@ struct GrokPanels {
   std::vector<Figure::Panel> per_seed;
   std::vector<std::string> grok_epochs;  // "A2 at 3900, B2 never" for each seed's title
   std::vector<std::string> key;
+  int uncoloured = 0;
 };
 
 void draw_grok_panels(Figure& f, const json& t) {
@@ -397,7 +421,7 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
   if (kind == "grok")
     for (const auto& g : t.at("groups"))
       for (const auto& a : g.at("arms"))
-        if (a.contains("seed_curves")) return draw_grok_panels(f, t);
+        if (a.contains("curve") && a.contains("seed_curves")) return draw_grok_panels(f, t);
   f.head("epoch", kind == "isometry" ? "isometry error max_h |W^T W - I|_max (mean over seeds)" : "accuracy");
   if (kind == "isometry")
     f.gp << "set logscale y\nset format y '10^{%L}'\n";

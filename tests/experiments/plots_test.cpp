@@ -297,56 +297,132 @@ TEST(Plots, AnArmKeepsItsRegistryColourAndLabelAndTheLegendNeverSqueezesThePlot)
 // A grokking table whose arms have several seeds is drawn as small multiples: the means, one panel a
 // seed (the seeds of every arm, each arm's curve in the panel of its seed) with the sustained-grok
 // epoch as a line in the arm's colour and in the title, and the legend in a cell of its own.
-TEST(Plots, SeveralSeedsOfAGrokTableGetAPanelEachWithTheirSustainedGrokEpoch) {
-  auto seed_curve = [](int seed, json sustained) {
-    return json{{"seed", seed}, {"epoch", {100, 200, 300}}, {"test_acc", {0.1, 0.9, 0.95}}, {"sustained", sustained}};
-  };
+namespace {
+
+// A seed's held-out curve whose first value names it: ARM_DIGIT/10 + SEED/100 (A2 1, B2 2).
+json seed_curve(int arm_digit, int seed, json sustained) {
+  return json{{"seed", seed},
+              {"epoch", {100, 200, 300}},
+              {"test_acc", {0.1 * arm_digit + 0.01 * seed, 0.9, 0.95}},
+              {"sustained", sustained}};
+}
+
+json grok_table(json a2_seeds, json b2_seeds) {
   const json curve = {{"epoch", {100, 200, 300}},         {"train_acc", {0.5, 1.0, 1.0}},
                       {"test_acc", {0.1, 0.5, 0.9}},      {"test_acc_min", {0.1, 0.1, 0.8}},
                       {"test_acc_max", {0.1, 0.9, 0.95}}, {"isometry_error_max", {1e-7, 1e-7, 1e-7}}};
-  json a2 = {{"id", "a2"}, {"curve", curve}, {"n", 2}, {"seed_curves", {seed_curve(0, 200), seed_curve(1, nullptr)}}};
-  json b2 = {{"id", "b2"}, {"curve", curve}, {"n", 2}, {"seed_curves", {seed_curve(2, nullptr), seed_curve(1, 300)}}};
-  json table = {{"title", "grok"},
-                {"profile", "p"},
-                {"plots", {"grok"}},
-                {"groups", {{{"id", "g"}, {"label", "g"}, {"arms", {a2, b2}}, {"contrasts", json::array()}}}}};
-  const std::string script = figure_script(table, "grok").script;
+  json a2 = {{"id", "a2"}, {"curve", curve}, {"n", 2}, {"seed_curves", std::move(a2_seeds)}};
+  json b2 = {{"id", "b2"}, {"curve", curve}, {"n", 2}, {"seed_curves", std::move(b2_seeds)}};
+  return {{"title", "grok"},
+          {"profile", "p"},
+          {"plots", {"grok"}},
+          {"groups", {{{"id", "g"}, {"label", "g"}, {"arms", {a2, b2}}, {"contrasts", json::array()}}}}};
+}
+
+// The panels of a multiplot script, in order: each its settings and its plot command (which ends at
+// the first line break not escaped).
+struct Panels {
+  explicit Panels(const std::string& script) {
+    for (std::size_t from = 0, at; (at = script.find("\nplot ", from)) != std::string::npos;) {
+      std::size_t end = at + 1;
+      while ((end = script.find('\n', end + 1)) != std::string::npos && script[end - 1] == '\\') {}
+      settings.push_back(script.substr(from, at - from));
+      plots.push_back(script.substr(at + 1, end - at - 1));
+      from = end;
+    }
+  }
+  std::vector<std::string> settings, plots;
+};
+
+// The first value of column 2 of every data file that PLOT reads, sorted.
+std::vector<double> first_values(const std::string& plot, const FigureScript& f) {
+  std::vector<double> out;
+  const std::regex file("'(s[0-9]+\\.dat)'");
+  for (auto it = std::sregex_iterator(plot.begin(), plot.end(), file); it != std::sregex_iterator(); ++it)
+    for (const auto& [name, content] : f.files)
+      if (name == (*it)[1].str()) {
+        std::istringstream in(content);
+        double x = 0, y = 0;
+        in >> x >> y;
+        out.push_back(y);
+      }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(Plots, SeveralSeedsOfAGrokTableGetAPanelEachWithTheirSustainedGrokEpoch) {
+  const json table =
+      grok_table({seed_curve(1, 0, 200), seed_curve(1, 1, nullptr)}, {seed_curve(2, 2, 100), seed_curve(2, 1, 300)});
+  const auto figure = figure_script(table, "grok");
+  const std::string& script = figure.script;
   EXPECT_NE(script.find("set multiplot layout 3,2 rowsfirst title 'grok"), std::string::npos) << script;
-  // The panels, in order: each its settings and its plot command (which ends at the first line break
-  // not escaped).
-  std::vector<std::string> panels, plots;
-  for (std::size_t from = 0, at; (at = script.find("\nplot ", from)) != std::string::npos;) {
-    std::size_t end = at + 1;
-    while ((end = script.find('\n', end + 1)) != std::string::npos && script[end - 1] == '\\') {}
-    panels.push_back(script.substr(from, end - from));
-    plots.push_back(script.substr(at + 1, end - at - 1));
-    from = end;
-  }
-  ASSERT_EQ(panels.size(), 5u) << script;  // the means, seeds 0, 1 and 2, the legend
+  const Panels p(script);
+  ASSERT_EQ(p.plots.size(), 5u) << script;  // the means, seeds 0, 1 and 2, the legend
   const auto a2_colour = stiefel::arms::find("a2").colour, b2_colour = stiefel::arms::find("b2").colour;
-  EXPECT_NE(panels[0].find("'mean over seeds'"), std::string::npos);
-  EXPECT_NE(panels[1].find("'seed 0, held-out; sustained grok: A2 at 200'"), std::string::npos) << panels[1];
-  EXPECT_NE(panels[1].find("set arrow from 200, graph 0 to 200, graph 1 nohead lw 2 dt 2 lc rgb '" + a2_colour + "'"),
-            std::string::npos)
-      << panels[1];
-  EXPECT_NE(panels[2].find("'seed 1, held-out; sustained grok: A2 never, B2 at 300'"), std::string::npos) << panels[2];
-  EXPECT_NE(panels[2].find("set arrow from 300, graph 0 to 300, graph 1 nohead lw 2 dt 2 lc rgb '" + b2_colour + "'"),
-            std::string::npos);
-  EXPECT_EQ(panels[2].find("set arrow from 200"), std::string::npos) << "seed 0's line drawn again";
-  EXPECT_NE(panels[3].find("'seed 2, held-out; sustained grok: B2 never'"), std::string::npos) << panels[3];
-  EXPECT_EQ(panels[3].find("set arrow from "), std::string::npos) << panels[3];
-  for (std::size_t k = 0; k < 4; ++k) {  // the data panels: no legend, every arrow of the one before unset
-    EXPECT_NE(panels[k].find("unset arrow\n"), std::string::npos) << k;
-    EXPECT_NE(panels[k].find("unset key\n"), std::string::npos) << k;
-    EXPECT_EQ(plots[k].find(" title '"), std::string::npos) << plots[k];
+  auto arrow = [](int epoch, const std::string& colour) {
+    return "set arrow from " + std::to_string(epoch) + ", graph 0 to " + std::to_string(epoch) +
+           ", graph 1 nohead lw 2 dt 2 lc rgb '" + colour + "'";
+  };
+  EXPECT_NE(p.settings[0].find("'mean over seeds'"), std::string::npos);
+  EXPECT_NE(p.settings[1].find("'seed 0, held-out; sustained grok: A2 at 200'"), std::string::npos) << p.settings[1];
+  EXPECT_NE(p.settings[1].find(arrow(200, a2_colour)), std::string::npos) << p.settings[1];
+  EXPECT_NE(p.settings[2].find("'seed 1, held-out; sustained grok: A2 never, B2 at 300'"), std::string::npos);
+  EXPECT_NE(p.settings[2].find(arrow(300, b2_colour)), std::string::npos) << p.settings[2];
+  EXPECT_NE(p.settings[3].find("'seed 2, held-out; sustained grok: B2 at 100'"), std::string::npos);
+  EXPECT_NE(p.settings[3].find(arrow(100, b2_colour)), std::string::npos) << p.settings[3];
+  for (std::size_t k = 0; k < 5; ++k) {  // every arrow of the panel before unset first; a legend only last
+    const auto unset = p.settings[k].find("unset arrow\n"), set = p.settings[k].find("set arrow from ");
+    ASSERT_NE(unset, std::string::npos) << k;
+    EXPECT_TRUE(set == std::string::npos || unset < set) << p.settings[k];
+    EXPECT_EQ(p.settings[k].find("set arrow from ", set == std::string::npos ? 0 : set + 1) == std::string::npos, true)
+        << "two arrows in panel " << k;
+    EXPECT_EQ(p.plots[k].find(" title '") == std::string::npos, k < 4) << p.plots[k];
   }
-  EXPECT_EQ(plots[1].find("lc rgb '" + b2_colour + "'"), std::string::npos) << "a B2 curve in seed 0's panel";
-  EXPECT_NE(plots[2].find("lc rgb '" + b2_colour + "'"), std::string::npos) << "no B2 curve in seed 1's panel";
+  // Each seed panel draws the held-out curves of that seed, each in its arm's colour.
+  EXPECT_EQ(first_values(p.plots[1], figure), (std::vector<double>{0.1}));
+  EXPECT_EQ(first_values(p.plots[2], figure), (std::vector<double>{0.11, 0.21}));
+  EXPECT_EQ(first_values(p.plots[3], figure), (std::vector<double>{0.22}));
+  EXPECT_EQ(p.plots[1].find("lc rgb '" + b2_colour + "'"), std::string::npos) << "a B2 curve in seed 0's panel";
+  EXPECT_NE(p.plots[3].find("lc rgb '" + b2_colour + "'"), std::string::npos);
   for (const std::string entry : {"A2 held-out", "A2 train (first panel)", "A2 sustained grok (seed panels)",
                                   "B2 held-out", "B2 sustained grok (seed panels)"})
-    EXPECT_NE(plots[4].find("title '" + entry + "'"), std::string::npos) << entry;
+    EXPECT_NE(p.plots[4].find("title '" + entry + "'"), std::string::npos) << entry;
+  EXPECT_NE(p.settings[4].find("set key center center maxcols 1 noenhanced"), std::string::npos);
   if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot";
   const auto figures = render_plots(table, "grok-p");
   ASSERT_EQ(figures.size(), 1u);
   EXPECT_GT(figures[0].png.size(), 1000u);
+}
+
+// What the panels cannot draw: a seed or epoch that is not a whole number is refused by name; a seed
+// with no evaluated epoch gets no panel; past twelve seeds, the first twelve get one (the title says
+// so); seed curves without a mean curve draw nothing.
+TEST(Plots, GrokPanelsRefuseFractionsAndDrawOnlyWhatTheyCan) {
+  for (const auto& [what, bad] : std::vector<std::pair<std::string, json>>{
+           {"seed 0.5 is not a whole number", grok_table({seed_curve(1, 0, 200)}, {json{{"seed", 0.5}}})},
+           {"sustained-grok epoch 2.5 is not a whole number",
+            grok_table({seed_curve(1, 0, 2.5)}, {seed_curve(2, 1, nullptr)})}}) {
+    try {
+      figure_script(bad, "grok");
+      ADD_FAILURE() << what << ": drawn";
+    } catch (const ExperimentError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+  auto empty = seed_curve(2, 1, nullptr);
+  empty["epoch"] = json::array();
+  empty["test_acc"] = json::array();
+  EXPECT_EQ(Panels(figure_script(grok_table({seed_curve(1, 0, 200)}, {empty}), "grok").script).plots.size(), 3u)
+      << "the means, seed 0, the legend";
+  json many = json::array();
+  for (int seed = 0; seed < 13; ++seed) many.push_back(seed_curve(1, seed, nullptr));
+  const auto script = figure_script(grok_table(many, json::array()), "grok").script;
+  EXPECT_EQ(Panels(script).plots.size(), 14u);
+  EXPECT_NE(script.find("mean over seeds (a panel for each of the first 12 of 13 seeds)"), std::string::npos);
+  EXPECT_EQ(script.find("'seed 12,"), std::string::npos);
+  auto no_curve = grok_table({seed_curve(1, 0, 200)}, {seed_curve(2, 1, nullptr)});
+  for (auto& a : no_curve["groups"][0]["arms"]) a.erase("curve");
+  EXPECT_TRUE(figure_script(no_curve, "grok").script.empty());
 }
