@@ -90,18 +90,17 @@ TEST(Tables, GrokSpreadBetweenSeedsAndTheWorstIsometryError) {
   EXPECT_NEAR(arms[1]["seed_spread"]["widest"]["gap"].get<double>(), 0.0, 1e-12);
   EXPECT_NEAR(arms[0]["iso_max_run"].get<double>(), 0.5, 1e-12);
   // Each seed's held-out curve (its evaluated epochs only) and sustained-grok epoch, and the grok
-  // figure draws them: one thin line per seed in its arm's colour, beside the mean.
+  // figure draws them: a panel a seed, each seed's curve its own data file in its arm's colour.
   ASSERT_EQ(arms[1]["seed_curves"].size(), 3u);
   EXPECT_EQ(arms[1]["seed_curves"][2]["epoch"], json::array({2, 3, 4}));
   EXPECT_EQ(arms[0]["seed_curves"][2]["test_acc"], json::array({0.36, 0.35}));
   EXPECT_EQ(arms[0]["seed_curves"][0]["seed"], 0);
   EXPECT_TRUE(arms[0]["seed_curves"][0].contains("sustained"));
   const auto fig = figure_script(t, "grok");
-  EXPECT_NE(fig.script.find("held-out, each seed"), std::string::npos) << fig.script;
-  const auto seeds_file = std::find_if(fig.files.begin(), fig.files.end(), [](const auto& file) {
-    return file.second.find("2 0.36\n4 0.35\n\n") != std::string::npos;
-  });
-  EXPECT_NE(seeds_file, fig.files.end()) << "no data file holds A's seed 2 as its own line";
+  EXPECT_NE(fig.script.find("'seed 2, held-out; sustained grok: "), std::string::npos) << fig.script;
+  const auto seeds_file = std::find_if(fig.files.begin(), fig.files.end(),
+                                       [](const auto& file) { return file.second == "2 0.36\n4 0.35\n"; });
+  EXPECT_NE(seeds_file, fig.files.end()) << "no data file holds A's seed 2 alone";
   const auto md = table_markdown(t);
   EXPECT_NE(md.find("| A | 3 | 0.043 | 0.070 | 0.080 (epoch 2, seeds 0 and 2) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 0.5 |\n"), std::string::npos) << md;  // A's iso max closes its row
