@@ -307,12 +307,14 @@ json seed_curve(int arm_digit, int seed, json sustained) {
               {"sustained", sustained}};
 }
 
-json grok_table(json a2_seeds, json b2_seeds) {
+// The seed curves as vectors: a braced list of one json is an array under gcc and the element itself
+// under clang.
+json grok_table(const std::vector<json>& a2_seeds, const std::vector<json>& b2_seeds) {
   const json curve = {{"epoch", {100, 200, 300}},         {"train_acc", {0.5, 1.0, 1.0}},
                       {"test_acc", {0.1, 0.5, 0.9}},      {"test_acc_min", {0.1, 0.1, 0.8}},
                       {"test_acc_max", {0.1, 0.9, 0.95}}, {"isometry_error_max", {1e-7, 1e-7, 1e-7}}};
-  json a2 = {{"id", "a2"}, {"curve", curve}, {"n", 2}, {"seed_curves", std::move(a2_seeds)}};
-  json b2 = {{"id", "b2"}, {"curve", curve}, {"n", 2}, {"seed_curves", std::move(b2_seeds)}};
+  json a2 = {{"id", "a2"}, {"curve", curve}, {"n", 2}, {"seed_curves", json(a2_seeds)}};
+  json b2 = {{"id", "b2"}, {"curve", curve}, {"n", 2}, {"seed_curves", json(b2_seeds)}};
   return {{"title", "grok"},
           {"profile", "p"},
           {"plots", {"grok"}},
@@ -416,9 +418,9 @@ TEST(Plots, GrokPanelsRefuseFractionsAndDrawOnlyWhatTheyCan) {
   empty["test_acc"] = json::array();
   EXPECT_EQ(Panels(figure_script(grok_table({seed_curve(1, 0, 200)}, {empty}), "grok").script).plots.size(), 3u)
       << "the means, seed 0, the legend";
-  json many = json::array();
+  std::vector<json> many;
   for (int seed = 0; seed < 13; ++seed) many.push_back(seed_curve(1, seed, nullptr));
-  const auto script = figure_script(grok_table(many, json::array()), "grok").script;
+  const auto script = figure_script(grok_table(many, {}), "grok").script;
   EXPECT_EQ(Panels(script).plots.size(), 14u);
   EXPECT_NE(script.find("mean over seeds (a panel for each of the first 12 of 13 seeds)"), std::string::npos);
   EXPECT_EQ(script.find("'seed 12,"), std::string::npos);
