@@ -322,6 +322,18 @@ long long whole_number(const json& v, const std::string& what) {
 // in the arm's colour, the epochs stated in the panel's title; the legend has a cell of its own,
 // last, so that it covers no curve. An arm without a registry colour gets one of gnuplot's by its
 // place in the table, the same in every panel.
+// A mean curve's rows for gnuplot: epoch, train accuracy, held-out accuracy (NaN where not
+// evaluated), isometry error (floored at 1e-300 for the log scale).
+std::string curve_rows(const json& c) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < c.at("epoch").size(); ++i)
+    out << c.at("epoch").at(i).get<double>() << " " << c.at("train_acc").at(i).get<double>() << " "
+        << (c.at("test_acc").at(i).is_null() ? std::string("NaN")
+                                             : std::to_string(c.at("test_acc").at(i).get<double>()))
+        << " " << std::max(1e-300, c.at("isometry_error_max").at(i).get<double>()) << "\n";
+  return out.str();
+}
+
 struct GrokPanels {
   static constexpr std::size_t kMaxSeedPanels = 12;  // 8 rows of two at most (cairo's canvas stays small)
 
@@ -350,14 +362,7 @@ struct GrokPanels {
   // Arm A's mean curves, its key entries, and its seeds' held-out curves and sustained-grok epochs.
   void add(Figure& f, const json& a, SeriesStyle style) {
     if (style.colour.empty()) style.colour = " lc " + std::to_string(++uncoloured);
-    const auto& c = a.at("curve");
-    std::ostringstream out;
-    for (std::size_t i = 0; i < c.at("epoch").size(); ++i)
-      out << c.at("epoch").at(i).get<double>() << " " << c.at("train_acc").at(i).get<double>() << " "
-          << (c.at("test_acc").at(i).is_null() ? std::string("NaN")
-                                               : std::to_string(c.at("test_acc").at(i).get<double>()))
-          << "\n";
-    const std::string dat = gnuplot_string(f.data_file(out.str()));
+    const std::string dat = gnuplot_string(f.data_file(curve_rows(a.at("curve"))));
     means.series.push_back(dat + " using 1:3 with lines lw 2" + style.colour + " notitle");
     means.series.push_back(dat + " using 1:2 with lines lw 1 dt 2" + style.colour + " notitle");
     key.push_back("NaN with lines lw 2" + style.colour + f.titled(style.label + " held-out"));
@@ -430,15 +435,7 @@ void draw_curves(Figure& f, const json& t, const std::string& kind) {
   for (const auto& g : t.at("groups"))
     for (const auto& a : g.at("arms")) {
       if (!a.contains("curve")) continue;
-      const auto& c = a.at("curve");
-      std::ostringstream out;
-      for (std::size_t i = 0; i < c.at("epoch").size(); ++i) {
-        out << c.at("epoch").at(i).get<double>() << " " << c.at("train_acc").at(i).get<double>() << " ";
-        out << (c.at("test_acc").at(i).is_null() ? std::string("NaN")
-                                                 : std::to_string(c.at("test_acc").at(i).get<double>()));
-        out << " " << std::max(1e-300, c.at("isometry_error_max").at(i).get<double>()) << "\n";
-      }
-      const std::string dat = gnuplot_string(f.data_file(out.str()));
+      const std::string dat = gnuplot_string(f.data_file(curve_rows(a.at("curve"))));
       const auto style = series_style(t, g, a);
       if (kind == "isometry") {
         f.series.push_back(dat + " using 1:4 with lines lw 2" + style.colour + f.titled(style.label));
