@@ -21,7 +21,8 @@ torch::Tensor reference(const torch::Tensor& qkv, const torch::Tensor& bias, std
   return mixed.permute({0, 2, 1, 3}).reshape({b, t, heads * r});
 }
 
-double rel(const torch::Tensor& x_in, const torch::Tensor& y_in) {
+// The relative error, computed in float64 whatever the tensors' type.
+double rel64(const torch::Tensor& x_in, const torch::Tensor& y_in) {
   const auto x = x_in.to(torch::kFloat64), y = y_in.to(torch::kFloat64);
   return ((x - y).abs().max() / y.abs().max().clamp_min(1e-300)).item<double>();
 }
@@ -44,12 +45,12 @@ TEST_P(SmallAttention, ValueAndGradientsMatchAtenOps) {
   const auto out_ref = reference(qkv2, bias2, s.heads, scale);
   ASSERT_EQ(out.sizes(), out_ref.sizes());
   const double tol = dtype == torch::kFloat ? 2e-6 : 1e-14;
-  EXPECT_LE(rel(out, out_ref), tol);
+  EXPECT_LE(rel64(out, out_ref), tol);
   const auto g = torch::randn_like(out);
   out.backward(g);
   out_ref.backward(g);
-  EXPECT_LE(rel(qkv.grad(), qkv2.grad()), tol * 4);
-  EXPECT_LE(rel(bias.grad(), bias2.grad()), tol * 4);
+  EXPECT_LE(rel64(qkv.grad(), qkv2.grad()), tol * 4);
+  EXPECT_LE(rel64(bias.grad(), bias2.grad()), tol * 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, SmallAttention,
@@ -65,10 +66,10 @@ TEST(SmallAttentionControl, APerturbedInputOrAWrongScaleIsDetected) {
   const auto expected = reference(qkv, bias, 4, 0.25);
   auto bad = qkv.clone();
   bad[2][1][5] += 1e-6;  // a Q entry of one example
-  EXPECT_GT(rel(small_attention(bad, bias, 4, 0.25), expected), 1e-10);
-  EXPECT_GT(rel(small_attention(qkv, bias, 4, 0.25 * (1 + 1e-6)), expected), 1e-10);
-  EXPECT_GT(rel(small_attention(qkv, bias * (1 + 1e-6), 4, 0.25), expected), 1e-10);
-  EXPECT_LE(rel(small_attention(qkv, bias, 4, 0.25), expected), 1e-14);
+  EXPECT_GT(rel64(small_attention(bad, bias, 4, 0.25), expected), 1e-10);
+  EXPECT_GT(rel64(small_attention(qkv, bias, 4, 0.25 * (1 + 1e-6)), expected), 1e-10);
+  EXPECT_GT(rel64(small_attention(qkv, bias * (1 + 1e-6), 4, 0.25), expected), 1e-10);
+  EXPECT_LE(rel64(small_attention(qkv, bias, 4, 0.25), expected), 1e-14);
 }
 
 TEST(SmallAttentionControl, TheSameBitsOnAnyThreadCount) {
@@ -138,7 +139,7 @@ TEST(SmallAttentionWidths, EveryWidthGivesTheSameBits) {
 TEST(SmallAttentionControl, MoreThan64TokensTakeTheFallback) {
   torch::manual_seed(14);
   const auto qkv = torch::randn({2, 65, 3 * 2 * 4}, torch::kFloat64), bias = torch::randn({8}, torch::kFloat64);
-  EXPECT_LE(rel(small_attention(qkv, bias, 2, 0.5), reference(qkv, bias, 2, 0.5)), 1e-14);
+  EXPECT_LE(rel64(small_attention(qkv, bias, 2, 0.5), reference(qkv, bias, 2, 0.5)), 1e-14);
 }
 
 // The model's two attention routes compute the same function: the same weights, the same batch,
@@ -167,14 +168,14 @@ TEST(SmallAttentionModel, PackedAndPerHeadRoutesAgree) {
     const auto y = torch::randint(0, 97, {64}, torch::kLong);
     const auto out_a = per_head->forward(x), out_b = packed->forward(x);
     const double tol = dtype == torch::kFloat64 ? 1e-12 : 1e-5;
-    EXPECT_LE(rel(out_b, out_a), tol);
+    EXPECT_LE(rel64(out_b, out_a), tol);
     torch::cross_entropy_loss(out_a, y).backward();
     torch::cross_entropy_loss(out_b, y).backward();
     const auto ga = per_head->named_parameters(), gb = packed->named_parameters();
     EXPECT_GT(ga["layers.0.attn.wq"].grad().abs().max().item<double>(), 0);  // not a vacuous comparison
     for (const auto& item : ga) {
       SCOPED_TRACE(item.key());
-      EXPECT_LE(rel(gb[item.key()].grad(), item.value().grad()), tol * 10);
+      EXPECT_LE(rel64(gb[item.key()].grad(), item.value().grad()), tol * 10);
     }
   }
 }
