@@ -124,6 +124,9 @@ MUTANTS = [
     ("trainer-cap-rescales-moment", "training/src/frame_rules.cpp",
      "      eta = eta * factor.view({-1, 1, 1});", "      st.m = st.m * factor.view({-1, 1, 1});",
      "the trainer's cap rescale applied to the first moment instead of the step"),
+    ("trainer-cap-before-reprojection", "training/src/frame_rules.cpp",
+     "      const auto norm = frob(eta);", "      const auto norm = frob(-h.lr * q);",
+     "the trainer's cap judged on the quotient before it is re-projected onto the tangent space"),
     ("trainer-eps-inside-sqrt", "training/src/frame_rules.cpp",
      "const auto denom = (st.v / bias2).sqrt() + h.eps;", "const auto denom = (st.v / bias2 + h.eps).sqrt();",
      "the trainer's Adam eps inside the square root"),
@@ -434,7 +437,9 @@ def main():
 
 
 def write_report(stem, rows, base, certify_args, digest, planned):
-
+    # The rows in the script's order, whatever order a resumed run ran them in.
+    order = {m[0]: k for k, m in enumerate(MUTANTS)}
+    rows = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
     # A crash (exit status other than 0, 1, 2) also fails the certificate: it counts as killed.
     killed = sum(r["status"] in ("killed", "crashed") for r in rows)
     report = {
