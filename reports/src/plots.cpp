@@ -315,13 +315,6 @@ long long whole_number(const json& v, const std::string& what) {
   return v.get<long long>();
 }
 
-// Kind "grok" where an arm has several seeds: small multiples, so that each seed's transition is
-// seen (the paper reports one epoch a seed). The first panel holds each arm's mean held-out (solid)
-// and train (dashed) accuracy; then one panel a seed (the first kMaxSeedPanels seeds), with the
-// held-out accuracy of every arm that ran it and its sustained-grok epoch as a dashed vertical line
-// in the arm's colour, the epochs stated in the panel's title; the legend has a cell of its own,
-// last, so that it covers no curve. An arm without a registry colour gets one of gnuplot's by its
-// place in the table, the same in every panel.
 // A mean curve's rows for gnuplot: epoch, train accuracy, held-out accuracy (NaN where not
 // evaluated), isometry error (floored at 1e-300 for the log scale).
 std::string curve_rows(const json& c) {
@@ -334,6 +327,13 @@ std::string curve_rows(const json& c) {
   return out.str();
 }
 
+// Kind "grok" where an arm has several seeds: small multiples, so that each seed's transition is
+// seen (the paper reports one epoch a seed). The first panel holds each arm's mean held-out (solid)
+// and train (dashed) accuracy; then one panel a seed (the first kMaxSeedPanels seeds), with the
+// held-out accuracy of every arm that ran it and its sustained-grok epoch as a dashed vertical line
+// in the arm's colour, the epochs stated in the panel's title; the legend has a cell of its own,
+// last, so that it covers no curve. An arm without a registry colour gets one of gnuplot's by its
+// place in the table, the same in every panel.
 struct GrokPanels {
   static constexpr std::size_t kMaxSeedPanels = 12;  // 8 rows of two at most (cairo's canvas stays small)
 
