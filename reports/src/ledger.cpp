@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -131,6 +132,25 @@ bool judge_value(Evidence& e, const std::string& type, const json& rule, const j
   return true;
 }
 
+// The epoch of a grokking event (memorized, grokked, sustained) where no completed run of the arm
+// reached it: the event never happened within the budget, and the median epoch is absent. That is a
+// result: a claim that it happens at an epoch ("within" a window of it, or "below" a bound) is
+// refuted; one that it happens only after an epoch ("above") is not confirmed, since it never
+// happened at all. False where FIELD is no such epoch or the arm has no completed run.
+bool judge_never(Evidence& e, const std::string& f, const std::string& type, const json& arm, const json& table) {
+  static const std::map<std::string, std::string> count_of = {{"median_memorized_epoch", "memorized_count"},
+                                                              {"median_grok_epoch", "grokked_count"},
+                                                              {"median_sustained_epoch", "sustained_count"}};
+  const auto it = count_of.find(f);
+  if (it == count_of.end() || !arm.contains(it->second) || arm[it->second] != 0) return false;
+  const auto n = arm.value("n", std::int64_t(0));
+  if (n < 1) return false;
+  e.ours = "never (0 of " + std::to_string(n) + (n == 1 ? " run" : " runs") + " in " +
+           (table.contains("epochs") ? table["epochs"].dump() : std::string("its")) + " epochs)";
+  e.verdict = (type == "within" || type == "below") ? "refuted" : "not confirmed";
+  return true;
+}
+
 Evidence judge_table(const json& claim, const json& table) {
   Evidence e;
   const auto& ref = claim["ref"];
@@ -152,9 +172,14 @@ Evidence judge_table(const json& claim, const json& table) {
     e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds;
     return e;
   }
-  if (!std::isfinite(v)) return e;
   const auto& rule = claim["rule"];
   const std::string type = rule["type"];
+  if (!std::isfinite(v)) {
+    if (!judge_never(e, f, type, *arm, table)) return e;
+    e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds + ", " +
+               std::to_string(arm->value("n", 0)) + (arm->value("n", 0) == 1 ? " seed" : " seeds");
+    return e;
+  }
   e.ours = num(v);
   double compare = v;
   if (ref.contains("scale") && (type == "positive" || type == "negative" || type == "null"))

@@ -228,6 +228,7 @@ void add_grok_statistics(json& arm, const std::vector<json>& records) {
   arm["grokked_count"] = grok_epochs.size();
   arm["grok_rate"] = double(grok_epochs.size()) / double(records.size());
   arm["sustained_count"] = sustained_epochs.size();
+  arm["memorized_count"] = mem_epochs.size();
   if (!sustained_epochs.empty()) arm["median_sustained_epoch"] = median(sustained_epochs);
   if (!grok_epochs.empty()) arm["median_grok_epoch"] = median(grok_epochs);
   if (!mem_epochs.empty()) arm["median_memorized_epoch"] = median(mem_epochs);

@@ -30,6 +30,39 @@ TEST(Ledger, AValueThePaperStatesTwoWaysIsJudgedUnderBoth) {
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
 }
 
+// An epoch of a grokking event that no completed run reached (B2-hi never holds 0.95 for three
+// windows in its 20 000 epochs): "never" is a result. It refutes a claim that the event happens at an
+// epoch, does not confirm one that it happens only after one, and waits for the arm's other seeds.
+TEST(Ledger, AnEventThatNeverHappenedDecidesItsEpochClaims) {
+  auto table = table_with(0, 0, 1, 1);
+  table["epochs"] = 20000;
+  auto& b = arm_of(table, "b");
+  b["sustained_count"] = 0;
+  const json at = {{"type", "within"}, {"value", 2100.0}, {"tolerance", 500.0}};
+  const auto row = ledger_row(at, {table}, "median_sustained_epoch");
+  EXPECT_EQ(row["verdict"], "refuted");
+  ASSERT_EQ(row["evidence"].size(), 1u);
+  EXPECT_EQ(row["evidence"][0]["ours"], "never (0 of 6 runs in 20000 epochs)");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 3000.0}}, table, "median_sustained_epoch"), "refuted");
+  EXPECT_EQ(verdict({{"type", "above"}, {"value", 3000.0}}, table, "median_sustained_epoch"), "not confirmed");
+  // One run that did sustain gives the epoch and the usual rule.
+  b["sustained_count"] = 1;
+  b["median_sustained_epoch"] = 2200;
+  EXPECT_EQ(verdict(at, table, "median_sustained_epoch"), "confirmed");
+  // An absent epoch without its count (or with a count above 0) is a missing field: nothing decided.
+  b.erase("median_sustained_epoch");
+  EXPECT_EQ(verdict(at, table, "median_sustained_epoch"), "not run");
+  b.erase("sustained_count");
+  EXPECT_EQ(verdict(at, table, "median_sustained_epoch"), "not run");
+  // The other events have their counts; an arm with seeds still to run is interim, never decided.
+  b["grokked_count"] = 0;
+  EXPECT_EQ(verdict(at, table, "median_grok_epoch"), "refuted");
+  b["memorized_count"] = 0;
+  b["n"] = 2;
+  EXPECT_EQ(verdict(at, table, "median_memorized_epoch"), "not run");
+  EXPECT_EQ(ledger_row(at, {table}, "median_memorized_epoch")["evidence"][0]["verdict"], "interim (2 of 6 seeds)");
+}
+
 // A scaled value that overflows to infinity confirms no rule ("below 1e308", "within 0 ± 0").
 TEST(Ledger, AValueThatOverflowsDecidesNothing) {
   const json huge = table_with(0, 0, 1, 1e300);
