@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <iomanip>
 #include <limits>
-#include <map>
 #include <set>
 #include <sstream>
 
@@ -132,22 +131,35 @@ bool judge_value(Evidence& e, const std::string& type, const json& rule, const j
   return true;
 }
 
-// The epoch of a grokking event (memorized, grokked, sustained) where no completed run of the arm
-// reached it: the event never happened within the budget, and the median epoch is absent. That is a
-// result: a claim that it happens at an epoch ("within" a window of it, or "below" a bound) is
-// refuted; one that it happens only after an epoch ("above") is not confirmed, since it never
-// happened at all. False where FIELD is no such epoch or the arm has no completed run.
-bool judge_never(Evidence& e, const std::string& f, const std::string& type, const json& arm, const json& table) {
-  static const std::map<std::string, std::string> count_of = {{"median_memorized_epoch", "memorized_count"},
-                                                              {"median_grok_epoch", "grokked_count"},
-                                                              {"median_sustained_epoch", "sustained_count"}};
-  const auto it = count_of.find(f);
-  if (it == count_of.end() || !arm.contains(it->second) || arm[it->second] != 0) return false;
+// The count of an arm's runs that reached the grokking event whose median epoch FIELD is (memorized,
+// grokked, sustained), or nullptr where FIELD is no such epoch.
+const char* event_count(const std::string& field) {
+  if (field == "median_memorized_epoch") return "memorized_count";
+  if (field == "median_grok_epoch") return "grokked_count";
+  if (field == "median_sustained_epoch") return "sustained_count";
+  return nullptr;
+}
+
+// "in 20000 epochs": the length of the table's runs.
+std::string in_epochs(const json& table) {
+  return table.contains("epochs") ? " in " + table["epochs"].dump() + " epochs" : std::string();
+}
+
+// An event's epoch is a median over the runs that reached it. Where no completed run of the arm
+// reached it the median is absent, and that is a result: the event did not happen in the E epochs
+// run. It refutes a claim that the event happens by an epoch the runs went past ("below" X, or
+// "within" X ± t, with X (+ t) ≤ E); a bound beyond E, or a claim that it happens only after an
+// epoch ("above"), is not confirmed, since the event may come later. False where COUNT is not 0 or
+// the arm has no completed run.
+bool judge_never(Evidence& e, const std::string& type, const json& rule, const json& arm, const std::string& count,
+                 const json& table) {
   const auto n = arm.value("n", std::int64_t(0));
-  if (n < 1) return false;
-  e.ours = "never (0 of " + std::to_string(n) + (n == 1 ? " run" : " runs") + " in " +
-           (table.contains("epochs") ? table["epochs"].dump() : std::string("its")) + " epochs)";
-  e.verdict = (type == "within" || type == "below") ? "refuted" : "not confirmed";
+  if (!arm.contains(count) || arm[count] != 0 || n < 1) return false;
+  e.ours = "never (0 of " + std::to_string(n) + (n == 1 ? " run" : " runs") + in_epochs(table) + ")";
+  double by = rule["value"].get<double>();
+  if (type == "within") by += rule["tolerance"].get<double>();
+  const bool past = table.contains("epochs") && at_most(by, table["epochs"].get<double>(), by);
+  e.verdict = (type == "within" || type == "below") && past ? "refuted" : "not confirmed";
   return true;
 }
 
@@ -174,8 +186,14 @@ Evidence judge_table(const json& claim, const json& table) {
   }
   const auto& rule = claim["rule"];
   const std::string type = rule["type"];
+  const char* count = event_count(f);
+  if ((count || (rule.contains("denominator") && event_count(rule["denominator"].value("field", "")))) &&
+      (type == "ratio_above" || type == "ratio_below"))
+    throw ExperimentError("claims: " + claim["id"].get<std::string>() +
+                          ": a ratio of a grokking event's epoch is undefined where the event never happened; "
+                          "state the claim on the epoch itself");
   if (!std::isfinite(v)) {
-    if (!judge_never(e, f, type, *arm, table)) return e;
+    if (!count || !judge_never(e, type, rule, *arm, count, table)) return e;
     e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds + ", " +
                std::to_string(arm->value("n", 0)) + (arm->value("n", 0) == 1 ? " seed" : " seeds");
     return e;
@@ -195,6 +213,10 @@ Evidence judge_table(const json& claim, const json& table) {
     compare = k * v;
     e.ours = num(compare) + " (" + num(k) + " × " + num(v) + ")";
   }
+  // A median over the runs that reached the event, where some did not: how many it is over.
+  if (count && arm->contains(count) && (*arm)[count].get<std::int64_t>() < arm->value("n", std::int64_t(0)))
+    e.ours += " (" + (*arm)[count].dump() + " of " + std::to_string(arm->value("n", std::int64_t(0))) +
+              " runs; the others never" + in_epochs(table) + ")";
   if (type == "ratio_above" || type == "ratio_below") {
     const json* other = find_arm(table, rule["denominator"]);
     if (!other) return e;
@@ -495,7 +517,9 @@ const char* const kVerdictRules =
     "nothing. Tables run at a reduced budget (e.g. the cpu profiles) are shown in their own columns, with "
     "the verdict the same rule gives on them, labelled with the budget run; they never set the verdict. "
     "Runs shorter than a claim's min_epochs are shown as untestable and decide nothing; smoke results are "
-    "not shown.";
+    "not shown. A grokking event's epoch (memorized, grokked, sustained) is the median over the runs that "
+    "reached it, shown with how many did; where no run reached it, \"never\" is the result: it refutes a claim "
+    "that the event happens by an epoch the runs went past, and confirms none.";
 
 }  // namespace
 

@@ -54,13 +54,49 @@ TEST(Ledger, AnEventThatNeverHappenedDecidesItsEpochClaims) {
   EXPECT_EQ(verdict(at, table, "median_sustained_epoch"), "not run");
   b.erase("sustained_count");
   EXPECT_EQ(verdict(at, table, "median_sustained_epoch"), "not run");
-  // The other events have their counts; an arm with seeds still to run is interim, never decided.
+  // The other events have their counts; an arm with seeds still to run is interim, and one whose
+  // runs diverged undecided: neither decides.
   b["grokked_count"] = 0;
   EXPECT_EQ(verdict(at, table, "median_grok_epoch"), "refuted");
   b["memorized_count"] = 0;
+  auto diverged = table;
+  arm_of(diverged, "b")["diverged"] = json::array({{{"seed", 3}}});
+  EXPECT_EQ(verdict(at, diverged, "median_memorized_epoch"), "not run");
+  EXPECT_EQ(ledger_row(at, {diverged}, "median_memorized_epoch")["evidence"][0]["verdict"],
+            "undecided (1 of the runs it reads diverged)");
   b["n"] = 2;
   EXPECT_EQ(verdict(at, table, "median_memorized_epoch"), "not run");
   EXPECT_EQ(ledger_row(at, {table}, "median_memorized_epoch")["evidence"][0]["verdict"], "interim (2 of 6 seeds)");
+}
+
+// "Never in E epochs" says nothing of the epochs after E: a bound the runs did not reach is not
+// refuted. A median over the runs that reached the event says how many they were; a ratio of such
+// epochs is refused.
+TEST(Ledger, NeverRefutesOnlyBoundsTheRunsWentPast) {
+  auto table = table_with(0, 0, 1, 1);
+  table["epochs"] = 2000;
+  auto& b = arm_of(table, "b");
+  b["sustained_count"] = 0;
+  const char* f = "median_sustained_epoch";
+  EXPECT_EQ(verdict({{"type", "within"}, {"value", 1500.0}, {"tolerance", 500.0}}, table, f), "refuted");
+  EXPECT_EQ(verdict({{"type", "within"}, {"value", 2100.0}, {"tolerance", 500.0}}, table, f), "not confirmed");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 2000.0}}, table, f), "refuted");
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 3000.0}}, table, f), "not confirmed");
+  table.erase("epochs");  // a table that does not say how long its runs were refutes nothing
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 100.0}}, table, f), "not confirmed");
+  table["epochs"] = 20000;
+  b["sustained_count"] = 2;
+  b["median_sustained_epoch"] = 8050;
+  const auto row = ledger_row({{"type", "within"}, {"value", 8000.0}, {"tolerance", 500.0}}, {table}, f);
+  EXPECT_EQ(row["verdict"], "confirmed");
+  EXPECT_EQ(row["evidence"][0]["ours"], "8050 (2 of 6 runs; the others never in 20000 epochs)");
+  b["sustained_count"] = 6;
+  EXPECT_EQ(ledger_row({{"type", "below"}, {"value", 9000.0}}, {table}, f)["evidence"][0]["ours"], "8050");
+  const json ratio = {{"type", "ratio_below"}, {"value", 2.0}, {"denominator", {{"arm", "a"}, {"field", f}}}};
+  EXPECT_THROW(ledger_row(ratio, {table}, "iso_final_mean"), stiefel::reports::ExperimentError);
+  EXPECT_THROW(ledger_row({{"type", "ratio_below"}, {"value", 2.0}, {"denominator", {{"arm", "a"}, {"field", "n"}}}},
+                          {table}, f),
+               stiefel::reports::ExperimentError);
 }
 
 // A scaled value that overflows to infinity confirms no rule ("below 1e308", "within 0 ± 0").

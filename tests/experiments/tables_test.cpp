@@ -153,6 +153,15 @@ TEST(Tables, UnfinishedRunsAreListedWhereTheyStandAndNeverAveraged) {
   const auto& arms = t["groups"][0]["arms"];
   EXPECT_EQ(arms[0]["n"], 1);
   EXPECT_NEAR(arms[0]["end_mean"].get<double>(), 0.40, 1e-12);  // seed 0 alone
+  // How many completed runs reached each grokking event, beside its median epoch where any did (the
+  // ledger reads a count of 0 as "never"): seed 0 crossed 0.95 once, at epoch 2, and never held it
+  // or memorised.
+  EXPECT_EQ(arms[0]["grokked_count"], 1);
+  EXPECT_EQ(arms[0]["median_grok_epoch"], 2);
+  EXPECT_EQ(arms[0]["sustained_count"], 0);
+  EXPECT_FALSE(arms[0].contains("median_sustained_epoch"));
+  EXPECT_EQ(arms[0]["memorized_count"], 0);
+  EXPECT_FALSE(arms[0].contains("median_memorized_epoch"));
   ASSERT_EQ(arms[0]["unfinished"].size(), 2u) << arms[0].dump();
   const auto& a = arms[0]["unfinished"][0];
   EXPECT_EQ(a["seed"], 1);
