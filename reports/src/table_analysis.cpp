@@ -217,8 +217,11 @@ ArmRuns read_arm_runs(const std::string& dir, const ResolvedExperiment& ex, cons
 
 // Grokking over seeds: how many grokked (and sustained it), the median epochs, the tail and end means.
 void add_grok_statistics(json& arm, const std::vector<json>& records) {
-  std::vector<double> grok_epochs, mem_epochs, tails, ends, sustained_epochs;
+  std::vector<double> grok_epochs, mem_epochs, tails, ends, sustained_epochs, lows;
   for (const auto& r : records) {
+    // The slingshot (§4.3, Limitations): the lowest training accuracy after the run first memorised.
+    if (r["min_train_after_memorized"].is_number() && std::isfinite(r["min_train_after_memorized"].get<double>()))
+      lows.push_back(r["min_train_after_memorized"].get<double>());
     if (!r["grokked"].is_null()) grok_epochs.push_back(r["grokked"].get<double>());
     if (!r["memorized"].is_null()) mem_epochs.push_back(r["memorized"].get<double>());
     if (!r["sustained"].is_null()) sustained_epochs.push_back(r["sustained"].get<double>());
@@ -232,6 +235,9 @@ void add_grok_statistics(json& arm, const std::vector<json>& records) {
   if (!sustained_epochs.empty()) arm["median_sustained_epoch"] = median(sustained_epochs);
   if (!grok_epochs.empty()) arm["median_grok_epoch"] = median(grok_epochs);
   if (!mem_epochs.empty()) arm["median_memorized_epoch"] = median(mem_epochs);
+  // The shallowest of the runs' collapses after memorising: below a bound only where every run that
+  // memorised fell below it.
+  if (!lows.empty()) arm["shallowest_collapse"] = *std::max_element(lows.begin(), lows.end());
   if (!tails.empty()) arm["tail_mean"] = mean(tails);
   arm["end_mean"] = mean(ends);
 }

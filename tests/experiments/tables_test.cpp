@@ -106,6 +106,35 @@ TEST(Tables, GrokSpreadBetweenSeedsAndTheWorstIsometryError) {
   EXPECT_NE(md.find("| 0.5 |\n"), std::string::npos) << md;  // A's iso max closes its row
 }
 
+// The slingshot: each run's lowest training accuracy after it first memorised (≥ 0.99), and the
+// arm's shallowest such collapse, over the runs that memorised.
+TEST(Tables, TheShallowestCollapseAfterMemorisingIsTheRunsLargestLow) {
+  ResultsFolder f("collapse");
+  const auto ex = f.grid(grok_definition(), "paper");
+  const std::map<std::string, std::array<double, 3>> low = {{"a", {0.05, 0.2, 0.1}}, {"b", {-1, 0.01, 0.03}}};
+  for (const auto& r : ex.runs) {
+    auto run = image_run(4, 0.5, 0.5);
+    for (auto& e : run["epochs"]) e.erase("val_acc");
+    const double l = low.at(r.arm)[r.seed];
+    if (l >= 0) {  // memorised at epoch 2, collapsed at 3, recovered at 4; the epoch before does not count
+      run["epochs"][0]["train_acc"] = 0.001;
+      run["epochs"][1]["train_acc"] = 0.995;
+      run["epochs"][2]["train_acc"] = l;
+      run["epochs"][3]["train_acc"] = 1.0;
+    }
+    run["final"] = run["epochs"].back();
+    auto rec = run_of_cell(run, r);
+    rec["options"]["n"] = 10000;
+    f.write(fs::path("runs") / r.id / "run.json", rec);
+  }
+  const auto t = analyse_results(f.dir.string(), 200);
+  const auto& arms = t["groups"][0]["arms"];
+  EXPECT_DOUBLE_EQ(arms[0]["shallowest_collapse"].get<double>(), 0.2);
+  EXPECT_EQ(arms[0]["memorized_count"], 3);
+  EXPECT_DOUBLE_EQ(arms[1]["shallowest_collapse"].get<double>(), 0.03);  // seed 0 never memorised
+  EXPECT_EQ(arms[1]["memorized_count"], 2);
+}
+
 // A run that has not ended (a record with status "running" or "failed") is in none of the
 // statistics; the report lists where it stands: the last epoch recorded, the checkpoint beside the
 // record (its epoch where the record names the file's hash, as a resume requires), the last
