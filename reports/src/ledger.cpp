@@ -163,6 +163,31 @@ bool judge_never(Evidence& e, const std::string& type, const json& rule, const j
   return true;
 }
 
+// The slingshot field, shallowest_collapse: the largest over an arm's runs that memorised of each
+// run's lowest training accuracy after memorising. A grokking record holds the evaluated epochs only
+// (every 100th at the paper's budget), so each low is an upper bound on the run's minimum: a "below"
+// bound it meets is met, and one it misses may be met between two records, which is not refuted.
+// Over fewer runs than the arm completed (the others never memorised) a claim about every seed is
+// not confirmed; where none memorised there is nothing to judge it on. Only "below" reads it.
+void judge_collapse(Evidence& e, const json& arm, const json& table, double v) {
+  const auto n = arm.value("n", std::int64_t(0)), k = arm.value("memorized_count", n);
+  if (!std::isfinite(v)) {
+    if (n < 1 || k != 0) return;
+    e.ours = "no run memorised (0 of " + std::to_string(n) + (n == 1 ? " run" : " runs") + in_epochs(table) + ")";
+    e.verdict = "not confirmed";
+    return;
+  }
+  if (e.verdict == "refuted") {
+    e.ours += " (read at the evaluated epochs: the lowest may lie between two of them)";
+    e.verdict = "not confirmed";
+  }
+  if (k < n) {
+    e.ours += " (over " + std::to_string(k) + " of " + std::to_string(n) + " runs; the others never memorised" +
+              in_epochs(table) + ")";
+    if (e.verdict == "confirmed") e.verdict = "not confirmed";
+  }
+}
+
 Evidence judge_table(const json& claim, const json& table) {
   Evidence e;
   const auto& ref = claim["ref"];
@@ -192,8 +217,14 @@ Evidence judge_table(const json& claim, const json& table) {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() +
                           ": a ratio of a grokking event's epoch is undefined where the event never happened; "
                           "state the claim on the epoch itself");
+  const bool collapse = f == "shallowest_collapse";
+  if (collapse && type != "below")
+    throw ExperimentError("claims: " + claim["id"].get<std::string>() +
+                          ": shallowest_collapse is an upper bound on the runs' lowest training accuracy (read at the "
+                          "recorded epochs); only a \"below\" rule can judge it");
   if (!std::isfinite(v)) {
-    if (!count || !judge_never(e, type, rule, *arm, count, table)) return e;
+    if (collapse) judge_collapse(e, *arm, table, v);
+    if (collapse ? e.verdict == "not run" : !count || !judge_never(e, type, rule, *arm, count, table)) return e;
     e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds + ", " +
                std::to_string(arm->value("n", 0)) + (arm->value("n", 0) == 1 ? " seed" : " seeds");
     return e;
@@ -236,6 +267,7 @@ Evidence judge_table(const json& claim, const json& table) {
     if (!judge_sign(e, type, table, c)) return e;
   } else if (type == "below" || type == "ratio_below" || type == "above" || type == "ratio_above" || type == "within") {
     if (!judge_value(e, type, rule, c, compare)) return e;
+    if (collapse) judge_collapse(e, *arm, table, v);
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }
@@ -519,7 +551,9 @@ const char* const kVerdictRules =
     "Runs shorter than a claim's min_epochs are shown as untestable and decide nothing; smoke results are "
     "not shown. A grokking event's epoch (memorized, grokked, sustained) is the median over the runs that "
     "reached it, shown with how many did; where no run reached it, \"never\" is the result: it refutes a claim "
-    "that the event happens by an epoch the runs went past, and confirms none.";
+    "that the event happens by an epoch the runs went past, and confirms none. The lowest training accuracy after "
+    "memorising (the slingshot) is read at the evaluated epochs, an upper bound on the lowest: a bound it misses is "
+    "not confirmed, never refuted.";
 
 }  // namespace
 

@@ -67,7 +67,7 @@ Summary summarise(const json& run, const std::string& analysis) {
     r["sustained"] = opt(g.sustained);
     r["end_acc"] = g.end_acc;
     r["tail_mean"] = g.tail_mean;
-    r["min_train_after_memorized"] = g.min_train_after_memorized;
+    r["min_train_after_memorized"] = number_or_null(g.min_train_after_memorized);
     s.metric = g.tail_mean;
   }
   s.record = r;
@@ -180,7 +180,9 @@ GrokMetrics grok_metrics(const json& run, int sustained_windows) {
     const auto epoch = e.at("epoch").get<std::int64_t>();
     const double train = e.at("train_acc").get<double>();
     if (!g.memorized && train >= 0.99) g.memorized = epoch;
-    if (g.memorized && epoch > *g.memorized) g.min_train_after_memorized = std::min(g.min_train_after_memorized, train);
+    if (g.memorized && epoch > *g.memorized)
+      g.min_train_after_memorized =
+          std::isnan(g.min_train_after_memorized) ? train : std::min(g.min_train_after_memorized, train);
     if (!e.contains("test_acc")) continue;
     const double test = e["test_acc"].get<double>();
     if (test >= 0.95) {
@@ -196,7 +198,6 @@ GrokMetrics grok_metrics(const json& run, int sustained_windows) {
       ++tail_n;
     }
   }
-  if (!g.memorized) g.min_train_after_memorized = std::nan("");
   g.tail_mean = tail_n ? tail / tail_n : std::nan("");
   return g;
 }

@@ -56,6 +56,11 @@ TEST(GrokMetrics, FirstCrossingSustainedAndTail) {
   EXPECT_FALSE(never.memorized.has_value());
   EXPECT_FALSE(never.grokked.has_value());
   EXPECT_FALSE(never.sustained.has_value());
+  EXPECT_TRUE(std::isnan(never.min_train_after_memorized));
+  // Memorised at its last record: no record after it, so no depth (not a collapse of 0 to 1).
+  const auto last = grok_metrics(record({{100, 0.5, 0.1}, {200, 0.995, 0.2}}, 200));
+  EXPECT_EQ(last.memorized, 200);
+  EXPECT_TRUE(std::isnan(last.min_train_after_memorized));
 }
 
 TEST(ExperimentDefinition, SelectVariantAndValidationSplit) {

@@ -99,6 +99,36 @@ TEST(Ledger, NeverRefutesOnlyBoundsTheRunsWentPast) {
                stiefel::reports::ExperimentError);
 }
 
+// The slingshot's depth is read at the evaluated epochs, an upper bound on each run's lowest
+// training accuracy: a "below" bound it meets is met, one it misses is not refuted. A claim about
+// every seed is not confirmed over fewer runs than completed, nor where none memorised; only "below"
+// reads the field.
+TEST(Ledger, TheSlingshotsDepthIsAnUpperBound) {
+  auto table = table_with(0, 0, 1, 1);
+  table["epochs"] = 20000;
+  auto& b = arm_of(table, "b");
+  b["memorized_count"] = 6;
+  b["shallowest_collapse"] = 0.058;
+  const char* f = "shallowest_collapse";
+  const json chance = {{"type", "below"}, {"value", 0.02}};
+  EXPECT_EQ(verdict({{"type", "below"}, {"value", 0.1}}, table, f), "confirmed");
+  auto row = ledger_row(chance, {table}, f);
+  EXPECT_EQ(row["verdict"], "not confirmed");
+  EXPECT_EQ(row["evidence"][0]["ours"], "0.058 (read at the evaluated epochs: the lowest may lie between two of them)");
+  b["memorized_count"] = 4;
+  row = ledger_row({{"type", "below"}, {"value", 0.1}}, {table}, f);
+  EXPECT_EQ(row["verdict"], "not confirmed");
+  EXPECT_EQ(row["evidence"][0]["ours"], "0.058 (over 4 of 6 runs; the others never memorised in 20000 epochs)");
+  b.erase("shallowest_collapse");
+  b["memorized_count"] = 0;
+  row = ledger_row(chance, {table}, f);
+  EXPECT_EQ(row["verdict"], "not confirmed");
+  EXPECT_EQ(row["evidence"][0]["ours"], "no run memorised (0 of 6 runs in 20000 epochs)");
+  b["memorized_count"] = 6;  // a missing field with runs that memorised: nothing decided
+  EXPECT_EQ(verdict(chance, table, f), "not run");
+  EXPECT_THROW(verdict({{"type", "above"}, {"value", 0.5}}, table, f), stiefel::reports::ExperimentError);
+}
+
 // A scaled value that overflows to infinity confirms no rule ("below 1e308", "within 0 ± 0").
 TEST(Ledger, AValueThatOverflowsDecidesNothing) {
   const json huge = table_with(0, 0, 1, 1e300);

@@ -129,6 +129,7 @@ TEST(Tables, TheShallowestCollapseAfterMemorisingIsTheRunsLargestLow) {
   }
   const auto t = analyse_results(f.dir.string(), 200);
   const auto& arms = t["groups"][0]["arms"];
+  ASSERT_TRUE(arms[0].contains("shallowest_collapse") && arms[1].contains("shallowest_collapse")) << arms.dump();
   EXPECT_DOUBLE_EQ(arms[0]["shallowest_collapse"].get<double>(), 0.2);
   EXPECT_EQ(arms[0]["memorized_count"], 3);
   EXPECT_DOUBLE_EQ(arms[1]["shallowest_collapse"].get<double>(), 0.03);  // seed 0 never memorised

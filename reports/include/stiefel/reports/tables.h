@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -16,7 +17,8 @@ namespace stiefel::reports {
 struct GrokMetrics {
   std::optional<std::int64_t> memorized, grokked, sustained;  // first epochs: train ≥ 0.99; test ≥ 0.95; 3 windows
   double end_acc = 0, tail_mean = 0;                          // tail: records in the last quarter of the epochs
-  double min_train_after_memorized = 1;                       // the slingshot's depth
+  double min_train_after_memorized =
+      std::numeric_limits<double>::quiet_NaN();  // the slingshot's depth: NaN without a record after memorising
 };
 
 // Throws ExperimentError("PATH: FIELD: what was expected") unless RUN has every field the tables read,
