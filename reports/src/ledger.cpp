@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -583,6 +585,50 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
             {"with_reduced_evidence", n.reduced},
             {"with_reduced_verdict", n.reduced_verdict}}},
           {"verdicts", kVerdictRules}};
+}
+
+void check_claim_references(const json& claims, const std::string& definitions, const std::string& source) {
+  std::map<std::string, json> loaded;
+  // "a, b": the ids of a definition's LIST ("main" for groups where it has none).
+  auto ids = [](const json& d, const char* list) {
+    std::vector<std::string> out;
+    for (const auto& x : d.value(list, json::array())) out.push_back(x["id"]);
+    if (out.empty() && std::string(list) == "groups") out.push_back("main");
+    return out;
+  };
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s.empty() ? std::string("none") : s;
+  };
+  for (const auto& c : claims["claims"]) {
+    if (c.value("kind", "") != "empirical") continue;
+    const std::string where = source + ": claim " + c["id"].get<std::string>() + ": ";
+    const std::string name = c["experiment"];
+    auto it = loaded.find(name);
+    if (it == loaded.end()) {
+      const auto path = std::filesystem::path(definitions) / (name + ".json");
+      if (!std::filesystem::is_regular_file(path))
+        throw ExperimentError(where + "experiment \"" + name + "\" has no definition (" + path.string() + ")");
+      it = loaded.emplace(name, load_definition(path.string())).first;
+    }
+    const json& d = it->second;
+    auto check = [&](const json& ref) {
+      const std::string group = ref.value("group", "main");
+      const auto groups = ids(d, "groups");
+      if (std::find(groups.begin(), groups.end(), group) == groups.end())
+        throw ExperimentError(where + "experiment " + name + " has no group \"" + group +
+                              "\" (its groups: " + joined(groups) + ")");
+      const char* list = ref.contains("contrast") ? "contrasts" : "arms";
+      const std::string id = ref.contains("contrast") ? ref["contrast"] : ref["arm"];
+      const auto have = ids(d, list);
+      if (std::find(have.begin(), have.end(), id) == have.end())
+        throw ExperimentError(where + "experiment " + name + " has no " + (list[0] == 'c' ? "contrast" : "arm") +
+                              " \"" + id + "\" (its " + list + ": " + joined(have) + ")");
+    };
+    check(c["ref"]);
+    if (c["rule"].contains("denominator")) check(c["rule"]["denominator"]);
+  }
 }
 
 std::string ledger_markdown(const json& l) {

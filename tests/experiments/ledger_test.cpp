@@ -129,6 +129,50 @@ TEST(Ledger, TheSlingshotsDepthIsAnUpperBound) {
   EXPECT_THROW(verdict({{"type", "above"}, {"value", 0.5}}, table, f), stiefel::reports::ExperimentError);
 }
 
+// A claim names an experiment, a group, an arm or contrast and a ratio's denominator that its
+// definition has; any other name would leave the row "not run" for ever, so it is refused by name.
+TEST(Ledger, AClaimNamesWhatItsExperimentDefines) {
+  const auto dir = fs::temp_directory_path() / ("stiefel-ledger-refs-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto d = grok_definition();
+  d["name"] = "t";
+  d["contrasts"] = json::array({{{"id", "b-vs-a"}, {"arm", "b"}, {"baseline", "a"}}});
+  std::ofstream(dir / "t.json") << d.dump();
+  const json pos = {{"type", "positive"}};
+  auto refused = [&](const json& claims) {
+    try {
+      check_claim_references(claims, dir.string(), "c.json");
+    } catch (const ExperimentError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "b"}, {"field", "tail_mean"}})), "accepted");
+  EXPECT_EQ(refused(claims_with(pos, {{"contrast", "b-vs-a"}, {"field", "vs_baseline.diff_mean"}})), "accepted");
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "c"}, {"field", "tail_mean"}})),
+            "c.json: claim c: experiment t has no arm \"c\" (its arms: a, b)");
+  EXPECT_EQ(refused(claims_with(pos, {{"contrast", "c-vs-a"}, {"field", "vs_baseline.diff_mean"}})),
+            "c.json: claim c: experiment t has no contrast \"c-vs-a\" (its contrasts: b-vs-a)");
+  EXPECT_EQ(refused(claims_with(pos, {{"group", "n1k"}, {"arm", "b"}, {"field", "tail_mean"}})),
+            "c.json: claim c: experiment t has no group \"n1k\" (its groups: main)");
+  const json ratio = {{"type", "ratio_below"}, {"value", 1.0}, {"denominator", {{"arm", "z"}, {"field", "end_mean"}}}};
+  EXPECT_EQ(refused(claims_with(ratio, {{"arm", "b"}, {"field", "end_mean"}})),
+            "c.json: claim c: experiment t has no arm \"z\" (its arms: a, b)");
+  auto elsewhere = claims_with(pos, {{"arm", "b"}, {"field", "tail_mean"}});
+  elsewhere["claims"][0]["experiment"] = "u";
+  EXPECT_EQ(refused(elsewhere).rfind("c.json: claim c: experiment \"u\" has no definition (", 0), 0u)
+      << refused(elsewhere);
+  EXPECT_EQ(refused(theory_row({"k1"})), "accepted");  // a theory claim reads the certificate
+  fs::remove_all(dir);
+}
+
+// The committed claims name only what the committed definitions define.
+TEST(Ledger, TheCommittedClaimsNameWhatTheDefinitionsDefine) {
+  const std::string experiments = STIEFEL_EXPERIMENTS_DIR;
+  EXPECT_NO_THROW(
+      check_claim_references(read_json_file(experiments + "/claims.json"), experiments, "experiments/claims.json"));
+}
+
 // A scaled value that overflows to infinity confirms no rule ("below 1e308", "within 0 ± 0").
 TEST(Ledger, AValueThatOverflowsDecidesNothing) {
   const json huge = table_with(0, 0, 1, 1e300);

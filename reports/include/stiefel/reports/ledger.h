@@ -21,4 +21,11 @@ nlohmann::json build_ledger(const nlohmann::json& claims, const std::vector<nloh
 
 std::string ledger_markdown(const nlohmann::json& ledger);
 
+// Every empirical claim of CLAIMS (already checked by build_ledger) names an experiment with a
+// definition in the folder DEFINITIONS, and a group, arm or contrast (and a ratio's denominator arm)
+// that definition has: a name that is not there would leave its row "not run" for ever. Throws
+// ExperimentError("SOURCE: claim ID: what is missing (what there is)").
+void check_claim_references(const nlohmann::json& claims, const std::string& definitions,
+                            const std::string& source = "claims file");
+
 }  // namespace stiefel::reports
