@@ -147,6 +147,11 @@ std::string in_epochs(const json& table) {
   return table.contains("epochs") ? " in " + table["epochs"].dump() + " epochs" : std::string();
 }
 
+// "2 of 5 runs": K of an arm's N completed runs.
+std::string runs_of(std::int64_t k, std::int64_t n) {
+  return std::to_string(k) + " of " + std::to_string(n) + (n == 1 ? " run" : " runs");
+}
+
 // An event's epoch is a median over the runs that reached it. Where no completed run of the arm
 // reached it the median is absent, and that is a result: the event did not happen in the E epochs
 // run. It refutes a claim that the event happens by an epoch the runs went past ("below" X, or
@@ -157,7 +162,7 @@ bool judge_never(Evidence& e, const std::string& type, const json& rule, const j
                  const json& table) {
   const auto n = arm.value("n", std::int64_t(0));
   if (!arm.contains(count) || arm[count] != 0 || n < 1) return false;
-  e.ours = "never (0 of " + std::to_string(n) + (n == 1 ? " run" : " runs") + in_epochs(table) + ")";
+  e.ours = "never (" + runs_of(0, n) + in_epochs(table) + ")";
   double by = rule["value"].get<double>();
   if (type == "within") by += rule["tolerance"].get<double>();
   const bool past = table.contains("epochs") && at_most(by, table["epochs"].get<double>(), by);
@@ -166,28 +171,37 @@ bool judge_never(Evidence& e, const std::string& type, const json& rule, const j
 }
 
 // The slingshot field, shallowest_collapse: the largest over an arm's runs that memorised of each
-// run's lowest training accuracy after memorising. A grokking record holds the evaluated epochs only
-// (every 100th at the paper's budget), so each low is an upper bound on the run's minimum: a "below"
-// bound it meets is met, and one it misses may be met between two records, which is not refuted.
-// Over fewer runs than the arm completed (the others never memorised) a claim about every seed is
-// not confirmed; where none memorised there is nothing to judge it on. Only "below" reads it.
-void judge_collapse(Evidence& e, const json& arm, const json& table, double v) {
+// run's lowest training accuracy after memorising. Where none of its completed runs memorised there
+// is nothing to judge a collapse on: not confirmed. False where some did (the field is then missing,
+// not absent by design) or the arm has no completed run.
+bool judge_none_memorised(Evidence& e, const json& arm, const json& table) {
+  const auto n = arm.value("n", std::int64_t(0));
+  if (n < 1 || arm.value("memorized_count", n) != 0) return false;
+  e.ours = "no run memorised (" + runs_of(0, n) + in_epochs(table) + ")";
+  e.verdict = "not confirmed";
+  return true;
+}
+
+// A grokking record holds the evaluated epochs only (every 100th at the paper's budget), so each
+// run's low is an upper bound on its minimum: a "below" bound the field meets is met, and one it
+// misses may be met between two records, which is not refuted. Over fewer runs than the arm
+// completed (the others never memorised) a claim about every seed is not confirmed.
+void qualify_collapse(Evidence& e, const json& arm, const json& table) {
   const auto n = arm.value("n", std::int64_t(0)), k = arm.value("memorized_count", n);
-  if (!std::isfinite(v)) {
-    if (n < 1 || k != 0) return;
-    e.ours = "no run memorised (0 of " + std::to_string(n) + (n == 1 ? " run" : " runs") + in_epochs(table) + ")";
-    e.verdict = "not confirmed";
-    return;
-  }
   if (e.verdict == "refuted") {
     e.ours += " (read at the evaluated epochs: the lowest may lie between two of them)";
     e.verdict = "not confirmed";
   }
   if (k < n) {
-    e.ours += " (over " + std::to_string(k) + " of " + std::to_string(n) + " runs; the others never memorised" +
-              in_epochs(table) + ")";
+    e.ours += " (over " + runs_of(k, n) + "; the others never memorised" + in_epochs(table) + ")";
     if (e.verdict == "confirmed") e.verdict = "not confirmed";
   }
+}
+
+// "table6 [paper], D, 12 seeds": where a verdict's evidence comes from.
+std::string evidence_detail(const json& table, const std::string& datasets, std::int64_t seeds) {
+  return table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + datasets + ", " +
+         std::to_string(seeds) + (seeds == 1 ? " seed" : " seeds");
 }
 
 Evidence judge_table(const json& claim, const json& table) {
@@ -224,11 +238,10 @@ Evidence judge_table(const json& claim, const json& table) {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() +
                           ": shallowest_collapse is an upper bound on the runs' lowest training accuracy (read at the "
                           "recorded epochs); only a \"below\" rule can judge it");
-  if (!std::isfinite(v)) {
-    if (collapse) judge_collapse(e, *arm, table, v);
-    if (collapse ? e.verdict == "not run" : !count || !judge_never(e, type, rule, *arm, count, table)) return e;
-    e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds + ", " +
-               std::to_string(arm->value("n", 0)) + (arm->value("n", 0) == 1 ? " seed" : " seeds");
+  if (!std::isfinite(v)) {  // absent: an event no run reached is a result, any other field decides nothing
+    const bool decided =
+        collapse ? judge_none_memorised(e, *arm, table) : count && judge_never(e, type, rule, *arm, count, table);
+    if (decided) e.detail = evidence_detail(table, ds, arm->value("n", std::int64_t(0)));
     return e;
   }
   e.ours = num(v);
@@ -248,8 +261,8 @@ Evidence judge_table(const json& claim, const json& table) {
   }
   // A median over the runs that reached the event, where some did not: how many it is over.
   if (count && arm->contains(count) && (*arm)[count].get<std::int64_t>() < arm->value("n", std::int64_t(0)))
-    e.ours += " (" + (*arm)[count].dump() + " of " + std::to_string(arm->value("n", std::int64_t(0))) +
-              " runs; the others never" + in_epochs(table) + ")";
+    e.ours += " (" + runs_of((*arm)[count].get<std::int64_t>(), arm->value("n", std::int64_t(0))) +
+              "; the others never" + in_epochs(table) + ")";
   if (type == "ratio_above" || type == "ratio_below") {
     const json* other = find_arm(table, rule["denominator"]);
     if (!other) return e;
@@ -269,13 +282,11 @@ Evidence judge_table(const json& claim, const json& table) {
     if (!judge_sign(e, type, table, c)) return e;
   } else if (type == "below" || type == "ratio_below" || type == "above" || type == "ratio_above" || type == "within") {
     if (!judge_value(e, type, rule, c, compare)) return e;
-    if (collapse) judge_collapse(e, *arm, table, v);
+    if (collapse) qualify_collapse(e, *arm, table);
   } else {
     throw ExperimentError("claims: " + claim["id"].get<std::string>() + ": unknown rule type \"" + type + "\"");
   }
-  const int seeds = arm->value("n", 0);
-  e.detail = table["experiment"].get<std::string>() + " [" + table["profile"].get<std::string>() + "], " + ds + ", " +
-             std::to_string(seeds) + (seeds == 1 ? " seed" : " seeds");
+  e.detail = evidence_detail(table, ds, arm->value("n", std::int64_t(0)));
   return e;
 }
 
