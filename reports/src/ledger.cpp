@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iomanip>
 #include <limits>
 #include <map>
@@ -396,6 +397,62 @@ void check_unique_ids(const json& claims_file, const std::string& source) {
                             " appears twice (each claim is one row of the ledger)");
 }
 
+// "a, b" ("none" for an empty list).
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? std::string("none") : s;
+}
+
+// The names one experiment gives: its groups, and for each group the ids of its arms or contrasts.
+struct ExperimentNames {
+  std::string name;
+  std::vector<std::string> groups;
+  std::function<std::vector<std::string>(const std::string& group, const char* list)> ids;
+};
+
+// REF (a claim's "ref", or a ratio's denominator) names a group of NAMES and an arm or contrast of
+// that group; otherwise ExperimentError("WHERE experiment E has no arm \"X\" (its arms: a, b)").
+void check_reference(const std::string& where, const ExperimentNames& names, const json& ref) {
+  const std::string group = ref.value("group", "main");
+  if (std::find(names.groups.begin(), names.groups.end(), group) == names.groups.end())
+    throw ExperimentError(where + "experiment " + names.name + " has no group \"" + group +
+                          "\" (its groups: " + joined(names.groups) + ")");
+  const char* list = ref.contains("contrast") ? "contrasts" : "arms";
+  const std::string id = ref.contains("contrast") ? ref["contrast"] : ref["arm"];
+  const auto have = names.ids(group, list);
+  if (std::find(have.begin(), have.end(), id) == have.end())
+    throw ExperimentError(where + "experiment " + names.name + " has no " + (list[0] == 'c' ? "contrast" : "arm") +
+                          " \"" + id + "\" (its " + list + ": " + joined(have) + ")");
+}
+
+// The references of an empirical CLAIM (its ref, and a ratio's denominator) against NAMES.
+void check_references(const json& claim, const ExperimentNames& names, const std::string& source) {
+  const std::string where = source + ": claim " + claim["id"].get<std::string>() + ": ";
+  check_reference(where, names, claim["ref"]);
+  if (claim["rule"].contains("denominator")) check_reference(where, names, claim["rule"]["denominator"]);
+}
+
+// An empirical claim against the analysed tables of its experiment at a paper profile ("paper", or a
+// reading of it such as "paper-adamw-1e-2"), whose groups, arms and contrasts are the paper's: a name
+// they lack would leave the row "not run" for ever, beside results that exist. (A reduced profile may
+// run fewer groups, arms or contrasts, and is not read for this.)
+void check_names_in_tables(const json& claim, const std::vector<json>& tables, const std::string& source) {
+  for (const auto& t : tables) {
+    const std::string profile = t["profile"];
+    if (t["experiment"] != claim["experiment"] || (profile != "paper" && profile.rfind("paper-", 0) != 0)) continue;
+    ExperimentNames names{t["experiment"], {}, [&t](const std::string& g, const char* list) {
+                            std::vector<std::string> out;
+                            for (const auto& x : t["groups"])
+                              if (x["id"] == g)
+                                for (const auto& a : x.value(list, json::array())) out.push_back(a["id"]);
+                            return out;
+                          }};
+    for (const auto& g : t["groups"]) names.groups.push_back(g["id"]);
+    check_references(claim, names, source);
+  }
+}
+
 // "cpu (n = 5000, 12 epochs, 6 seeds)": the profile and the budget it ran.
 std::string budget_label(const json& table) {
   std::string label = table["profile"];
@@ -578,6 +635,7 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
   VerdictCounts n;
   for (const auto& claim : claims_file["claims"]) {
     check_claim_budget(claim, source);
+    if (claim["kind"] == "empirical") check_names_in_tables(claim, tables, source);
     json row = claim_row(claim);
     const std::string verdict =
         claim["kind"] == "theory" ? theory_verdict(claim, certificate, row) : empirical_verdict(claim, tables, row);
@@ -600,45 +658,27 @@ json build_ledger(const json& claims_file, const std::vector<json>& tables, cons
 
 void check_claim_references(const json& claims, const std::string& definitions, const std::string& source) {
   std::map<std::string, json> loaded;
-  // "a, b": the ids of a definition's LIST ("main" for groups where it has none).
-  auto ids = [](const json& d, const char* list) {
-    std::vector<std::string> out;
-    for (const auto& x : d.value(list, json::array())) out.push_back(x["id"]);
-    if (out.empty() && std::string(list) == "groups") out.push_back("main");
-    return out;
-  };
-  auto joined = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-    return s.empty() ? std::string("none") : s;
-  };
   for (const auto& c : claims["claims"]) {
     if (c.value("kind", "") != "empirical") continue;
-    const std::string where = source + ": claim " + c["id"].get<std::string>() + ": ";
     const std::string name = c["experiment"];
     auto it = loaded.find(name);
     if (it == loaded.end()) {
       const auto path = std::filesystem::path(definitions) / (name + ".json");
       if (!std::filesystem::is_regular_file(path))
-        throw ExperimentError(where + "experiment \"" + name + "\" has no definition (" + path.string() + ")");
+        throw ExperimentError(source + ": claim " + c["id"].get<std::string>() + ": experiment \"" + name +
+                              "\" has no definition (" + path.string() + ")");
       it = loaded.emplace(name, load_definition(path.string())).first;
     }
     const json& d = it->second;
-    auto check = [&](const json& ref) {
-      const std::string group = ref.value("group", "main");
-      const auto groups = ids(d, "groups");
-      if (std::find(groups.begin(), groups.end(), group) == groups.end())
-        throw ExperimentError(where + "experiment " + name + " has no group \"" + group +
-                              "\" (its groups: " + joined(groups) + ")");
-      const char* list = ref.contains("contrast") ? "contrasts" : "arms";
-      const std::string id = ref.contains("contrast") ? ref["contrast"] : ref["arm"];
-      const auto have = ids(d, list);
-      if (std::find(have.begin(), have.end(), id) == have.end())
-        throw ExperimentError(where + "experiment " + name + " has no " + (list[0] == 'c' ? "contrast" : "arm") +
-                              " \"" + id + "\" (its " + list + ": " + joined(have) + ")");
-    };
-    check(c["ref"]);
-    if (c["rule"].contains("denominator")) check(c["rule"]["denominator"]);
+    // A definition's arms and contrasts are every group's; a definition without groups has "main".
+    ExperimentNames names{name, {}, [&d](const std::string&, const char* list) {
+                            std::vector<std::string> out;
+                            for (const auto& x : d.value(list, json::array())) out.push_back(x["id"]);
+                            return out;
+                          }};
+    for (const auto& g : d.value("groups", json::array())) names.groups.push_back(g["id"]);
+    if (names.groups.empty()) names.groups.push_back("main");
+    check_references(c, names, source);
   }
 }
 

@@ -166,6 +166,42 @@ TEST(Ledger, AClaimNamesWhatItsExperimentDefines) {
   fs::remove_all(dir);
 }
 
+// `stiefel report` builds the ledger from the results it is given: a claim naming an arm, contrast or
+// group that a paper-profile table of its experiment lacks is refused by name, before any file is
+// written, instead of reading "not run" beside results that exist. A reduced profile may run fewer
+// arms, contrasts or groups than the paper's, and is not read for this.
+TEST(Ledger, AClaimNamingWhatItsResultsLackIsRefused) {
+  const json pos = {{"type", "positive"}};
+  const json table = table_with(0.1, 0.3, 1, 1);
+  auto refused = [](const json& claims, const json& t) {
+    try {
+      build_ledger(claims, {t}, nullptr, "c.json");
+    } catch (const ExperimentError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}), table), "accepted");
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), table),
+            "c.json: claim c: experiment t has no arm \"bb\" (its arms: a, b)");
+  EXPECT_EQ(refused(claims_with(pos, {{"contrast", "b-vs-c"}, {"field", "vs_baseline.diff_mean"}}), table),
+            "c.json: claim c: experiment t has no contrast \"b-vs-c\" (its contrasts: b-vs-a)");
+  EXPECT_EQ(refused(claims_with(pos, {{"group", "n1k"}, {"arm", "b"}, {"field", "vs_baseline.diff_mean"}}), table),
+            "c.json: claim c: experiment t has no group \"n1k\" (its groups: main)");
+  const json ratio = {{"type", "ratio_below"}, {"value", 1.0}, {"denominator", {{"arm", "z"}, {"field", "end_mean"}}}};
+  EXPECT_EQ(refused(claims_with(ratio, {{"arm", "b"}, {"field", "end_mean"}}), table),
+            "c.json: claim c: experiment t has no arm \"z\" (its arms: a, b)");
+  auto reading = table;
+  reading["profile"] = "paper-adamw-1e-2";
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), reading),
+            "c.json: claim c: experiment t has no arm \"bb\" (its arms: a, b)");
+  // A reduced profile, and another experiment's table, decide nothing of the names.
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), reduced(table)), "accepted");
+  auto other = table;
+  other["experiment"] = "u";
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), other), "accepted");
+}
+
 // The committed claims name only what the committed definitions define.
 TEST(Ledger, TheCommittedClaimsNameWhatTheDefinitionsDefine) {
   const std::string experiments = STIEFEL_EXPERIMENTS_DIR;
