@@ -9,58 +9,95 @@
 # configuration is the same bits on CPU.
 #
 #   lane 1: grok-weight-decay wd-0.3; grok-riemann-lr lr-0.1, then its rerun cell; grok-5seed-power
-#           A2 and B2 (the stabilised study's two claims), then B2-frz and B2m
-#   lane 2: table5 B2-sn and B2-comb; Table 4's B2-frz cell, then its rerun cell, B2m and B2m-can;
-#           grok-5seed B2m and B2-frz (their seed 0 is Table 4's cell trained again: the records
-#           must agree bit for bit, a cross-check the reports show)
+#           A2 and B2 (the stabilised study's two claims), then B2-frz
+#   lane 2: table5 B2-sn and B2-comb; grok-5seed's B2-frz seed 0, which fills Table 4's B2-frz cell
+#           and its rerun cell, then B2m seed 0, which fills Table 4's B2m cell; Table 4's B2m-can;
+#           grok-5seed's other B2m and B2-frz seeds; grok-5seed-power B2m
 #
+# A reuse step first checks that every cell it would copy is complete, and stops the lane where one
+# is not (a reuse with nothing to copy would train the runs itself).
 # Each grid runs under the OpenBLAS kernels it was pinned with (its experiment.json's blas_kernel, or
 # its records' for a grid pinned before kernels were; a new grid pins OPENBLAS_CORETYPE, else this
-# CPU's own): the records depend on them. Both lanes run at nice 19, in their own session at the lowest
+# CPU's own): the records depend on them. The committed grokking grids are pinned to Cooperlake;
+# start the queue with OPENBLAS_CORETYPE=Cooperlake to pin grok-5seed-power's the same way. Both lanes run at nice 19, in their own session at the lowest
 # autogroup weight, so builds and tests on the machine keep priority. The binaries are copied aside
 # first, so a rebuild during the queue does not change the program half-way. Nothing is committed:
 # ci/commit-results.sh commits each completed record (and the checkpoints of unfinished runs).
 #
 # Usage: ci/paper-grok.sh [--plan] [BUILD_DIR]
 #   --plan   print each lane's commands and exit (nothing runs)
-# Logs: $STIEFEL_QUEUE_LOGS (default /tmp/stiefel-paper-grok), lane-1.log and lane-2.log.
+# Logs: $STIEFEL_QUEUE_LOGS (default /tmp/stiefel-paper-grok), lane-1.log and lane-2.log (appended).
 set -euo pipefail
 mode=start
 case "${1:-}" in
   --plan) mode=plan; shift ;;
   --lane) mode=lane; lane=$2; bin=$3; shift 3 ;;  # internal: one lane, with the copied binaries
 esac
-build=${1:-build/default}
+build=$(realpath -m -- "${1:-build/default}")
 root=$(git -C "$(dirname -- "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$root"
 
+# A step: "NAME ARMS [OPTION ...]", the options passed on (--shard i/N picks one seed's cell of a
+# grid: the grid lists its runs seed by seed, each seed's arms in the definition's order).
 lane1=(
   "grok-weight-decay wd-0.3"
   "grok-riemann-lr lr-0.1"
-  "grok-riemann-lr lr-0.1-rerun reuse"
+  "grok-riemann-lr lr-0.1-rerun --reuse-from results/grok-riemann-lr-paper"
   "grok-5seed-power a2,b2"
-  "grok-5seed-power b2-frz,b2m"
+  "grok-5seed-power b2-frz"
 )
 lane2=(
   "table5 b2-sn,b2-comb"
-  "table4 b2-frz"
-  "table4 b2-frz-rerun reuse"
-  "table4 b2m,b2m-can"
+  "grok-5seed b2-frz --shard 4/20"
+  "table4 b2-frz,b2-frz-rerun --reuse-from results/grok-5seed-paper"
+  "grok-5seed b2m --shard 3/20"
+  "table4 b2m --reuse-from results/grok-5seed-paper"
+  "table4 b2m-can"
   "grok-5seed b2m,b2-frz"
+  "grok-5seed-power b2m"
 )
 
-# step_command STEP STIEFEL: sets envp (its environment) and cmd to the command line of one step
-# ("NAME ARMS [reuse]"). A grid that exists chooses its OpenBLAS kernels (the ones it was pinned
-# with, else its records'), so OPENBLAS_CORETYPE is unset for it (a value other than the pinned one
-# is refused); a new grid pins OPENBLAS_CORETYPE where it is set, else this CPU's own.
+# step_command STEP STIEFEL: sets envp (its environment), cmd (its command line) and reuse (the
+# folder a --reuse-from step copies from, else empty) for one step. A grid that exists chooses its
+# OpenBLAS kernels (the ones it was pinned with, else its records'), so OPENBLAS_CORETYPE is unset
+# for it (a value other than the pinned one is refused); a new grid pins OPENBLAS_CORETYPE where it
+# is set, else this CPU's own.
 step_command() {
-  local name arms reuse out
-  read -r name arms reuse <<< "$1"
+  local name arms out
+  local -a rest
+  read -r name arms <<< "$1"
+  read -r -a rest <<< "${1#"$name $arms"}"
   out="results/$name-paper"
   if [ -f "$out/experiment.json" ]; then envp=(env -u OPENBLAS_CORETYPE); else envp=(env); fi
-  cmd=("$2" experiment "$name" --profile paper --arms "$arms" --jobs 1 --out "$out")
-  [ -n "$reuse" ] && cmd+=(--reuse-from "$out")
+  cmd=("$2" experiment "$name" --profile paper --arms "$arms" --jobs 1 --out "$out" "${rest[@]}")
+  reuse=""
+  local k
+  for ((k = 0; k + 1 < ${#rest[@]}; ++k)); do [ "${rest[k]}" = --reuse-from ] && reuse=${rest[k + 1]}; done
   return 0
+}
+
+# reuse_ready STEP: every cell of the step's arms in its pinned grid is complete already, or has a
+# complete cell with the same settings and seed in the folder it copies from.
+reuse_ready() {
+  local name arms
+  read -r name arms _ <<< "$1"
+  python3 - "results/$name-paper" "$arms" "$reuse" <<'PY'
+import json, os, sys
+out, arms, src = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+def complete(folder, run_id):
+    path = os.path.join(folder, "runs", run_id, "run.json")
+    try:
+        return json.load(open(path)).get("status") == "completed"
+    except (OSError, ValueError):
+        return False
+target = json.load(open(os.path.join(out, "experiment.json")))["grid"]
+source = json.load(open(os.path.join(src, "experiment.json")))["grid"]
+missing = [r["id"] for r in target if r["id"].split("/")[-2] in arms and not complete(out, r["id"])
+           and not any(s["train"] == r["train"] and complete(src, s["id"]) for s in source)]
+if missing:
+    sys.exit(f"{out}: nothing complete in {src} to copy into " + ", ".join(missing) +
+             " (the step would train them); the lane stops here")
+PY
 }
 
 steps_of() {  # steps_of N: lane N's steps, one a line
@@ -73,7 +110,7 @@ case "$mode" in
       echo "lane $n:"
       while IFS= read -r step; do
         step_command "$step" stiefel
-        echo "  ${cmd[*]}"
+        echo "  ${envp[*]} ${cmd[*]}"
       done < <(steps_of "$n")
     done
     exit 0 ;;
@@ -82,6 +119,7 @@ case "$mode" in
     while IFS= read -r step; do
       step_command "$step" "$bin/stiefel"
       echo "$(date -u +%FT%TZ) lane $lane: ${cmd[*]}"
+      if [ -n "$reuse" ] && ! reuse_ready "$step"; then exit 1; fi
       if ! nice -n 19 "${envp[@]}" "${cmd[@]}" < /dev/null; then
         echo "$(date -u +%FT%TZ) lane $lane: stopped at: ${cmd[*]}" >&2
         exit 1
@@ -98,7 +136,7 @@ cp -- "$build/stiefel" "$build/stiefel-torch" "$bin/"
 logs=${STIEFEL_QUEUE_LOGS:-/tmp/stiefel-paper-grok}
 mkdir -p "$logs"
 for n in 1 2; do
-  setsid "$root/ci/paper-grok.sh" --lane "$n" "$bin" "$build" > "$logs/lane-$n.log" 2>&1 < /dev/null &
+  setsid "$root/ci/paper-grok.sh" --lane "$n" "$bin" "$build" >> "$logs/lane-$n.log" 2>&1 < /dev/null &
   echo "lane $n: pid $!, log $logs/lane-$n.log"
 done
 echo "paper-grok.sh: both lanes started; \`ci/commit-results.sh $build\` commits what they finish"

@@ -30,6 +30,41 @@ TEST(Ledger, AValueThePaperStatesTwoWaysIsJudgedUnderBoth) {
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
 }
 
+// The paper's several runs at one configuration (A2 ends at 61.1% in Table 4's run and at 97.3% in its
+// rerun) are run-to-run spread, not two statements of one value: our run agrees where it is within the
+// tolerance of any of them, and contradicts the claim only outside every one. A claim whose paper runs
+// include one that never reached the event is confirmed by a run that never does either.
+TEST(Ledger, APaperRunsSpreadAgreesWithAnyOfItsRuns) {
+  const json rule = {
+      {"type", "within"}, {"value", 0.611}, {"tolerance", 0.2}, {"runs", {{{"value", 0.973}, {"where", "rerun"}}}}};
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.8583), "iso_final_mean"), "confirmed");  // the rerun's only
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.5), "iso_final_mean"), "confirmed");     // the first's only
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.8), "iso_final_mean"), "confirmed");     // both
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.3), "iso_final_mean"), "refuted");       // neither
+  EXPECT_EQ(ledger_row(rule, {table_with(0, 0, 1, 0.8583)}, "iso_final_mean")["evidence"][0]["ours"],
+            "0.8583; against 0.973 (rerun): within");
+  // Readings of one value and runs of one configuration are two different things: one rule holds one.
+  auto both = rule;
+  both["readings"] = {{{"value", 0.5}, {"where", "text"}}};
+  EXPECT_THROW(verdict(both, table_with(0, 0, 1, 0.8583), "iso_final_mean"), ExperimentError);
+
+  auto table = table_with(0, 0, 1, 1);
+  table["epochs"] = 20000;
+  arm_of(table, "b")["grokked_count"] = 0;
+  const json at = {{"type", "within"}, {"value", 12600.0}, {"tolerance", 500.0}};
+  EXPECT_EQ(verdict(at, table, "median_grok_epoch"), "refuted");
+  auto or_never = at;
+  or_never["never_agrees"] = "the first run, which never groks";
+  const auto row = ledger_row(or_never, {table}, "median_grok_epoch");
+  EXPECT_EQ(row["verdict"], "confirmed");
+  EXPECT_EQ(row["evidence"][0]["ours"], "never (0 of 6 runs in 20000 epochs), as the first run, which never groks");
+  arm_of(table, "b")["grokked_count"] = 1;
+  arm_of(table, "b")["median_grok_epoch"] = 5000;
+  EXPECT_EQ(verdict(or_never, table, "median_grok_epoch"), "refuted");
+  arm_of(table, "b")["median_grok_epoch"] = 12900;
+  EXPECT_EQ(verdict(or_never, table, "median_grok_epoch"), "confirmed");
+}
+
 // An epoch of a grokking event that no completed run reached (B2-hi never holds 0.95 for three
 // windows in its 20 000 epochs): "never" is a result. It refutes a claim that the event happens at an
 // epoch, does not confirm one that it happens only after one, and waits for the arm's other seeds.
@@ -183,19 +218,26 @@ TEST(Ledger, AClaimNamingWhatItsResultsLackIsRefused) {
   };
   EXPECT_EQ(refused(claims_with(pos, {{"arm", "b"}, {"field", "vs_baseline.diff_mean"}}), table), "accepted");
   EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), table),
-            "c.json: claim c: experiment t has no arm \"bb\" (its arms: a, b)");
+            "c.json: claim c: the paper-profile results of t have no arm \"bb\" (its arms: a, b)");
   EXPECT_EQ(refused(claims_with(pos, {{"contrast", "b-vs-c"}, {"field", "vs_baseline.diff_mean"}}), table),
-            "c.json: claim c: experiment t has no contrast \"b-vs-c\" (its contrasts: b-vs-a)");
+            "c.json: claim c: the paper-profile results of t have no contrast \"b-vs-c\" (its contrasts: b-vs-a)");
   EXPECT_EQ(refused(claims_with(pos, {{"group", "n1k"}, {"arm", "b"}, {"field", "vs_baseline.diff_mean"}}), table),
-            "c.json: claim c: experiment t has no group \"n1k\" (its groups: main)");
+            "c.json: claim c: the paper-profile results of t have no group \"n1k\" (its groups: main)");
   const json ratio = {{"type", "ratio_below"}, {"value", 1.0}, {"denominator", {{"arm", "z"}, {"field", "end_mean"}}}};
   EXPECT_EQ(refused(claims_with(ratio, {{"arm", "b"}, {"field", "end_mean"}}), table),
-            "c.json: claim c: experiment t has no arm \"z\" (its arms: a, b)");
+            "c.json: claim c: the paper-profile results of t have no arm \"z\" (its arms: a, b)");
   auto reading = table;
   reading["profile"] = "paper-adamw-1e-2";
+  reading["results"] = "results/t-paper-adamw-1e-2";
   EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), reading),
-            "c.json: claim c: experiment t has no arm \"bb\" (its arms: a, b)");
-  // A reduced profile, and another experiment's table, decide nothing of the names.
+            "c.json: claim c: the paper-adamw-1e-2-profile results of t (results/t-paper-adamw-1e-2) have no arm "
+            "\"bb\" (its arms: a, b)");
+  // A reduced profile, a table analysed with the definition stored with its results (which may
+  // predate an arm the current definition adds), and another experiment's table decide nothing of
+  // the names.
+  auto stored = table;
+  stored["definition"] = "stored with the results";
+  EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), stored), "accepted");
   EXPECT_EQ(refused(claims_with(pos, {{"arm", "bb"}, {"field", "vs_baseline.diff_mean"}}), reduced(table)), "accepted");
   auto other = table;
   other["experiment"] = "u";

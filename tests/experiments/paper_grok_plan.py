@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
 """ci/paper-grok.sh, the queue of the grokking runs still to make at the paper's budget, covers what
-the ledger waits for, and asks only for what the definitions have.
+the ledger waits for, asks only for what the definitions have, and trains no cell twice.
 
 Usage: paper_grok_plan.py ROOT
 
 From `ci/paper-grok.sh --plan`:
   - every step names an experiment of experiments/, the paper profile, arms that experiment
-    defines, and its own results folder results/NAME-paper;
-  - a --reuse-from step fills arms each of which has the train settings of an arm the same lane
-    trains before it (a reuse with no identical completed cell would train the run instead);
-  - no arm is trained in both lanes (two processes would queue the same runs);
+    defines, and its own results folder results/NAME-paper; a step on a grid that exists unsets
+    OPENBLAS_CORETYPE (the grid runs under the kernels it was pinned with, and refuses others);
+  - a --shard step picks, from the grid's runs in their pinned order (or, for a grid not pinned yet,
+    seed by seed, each seed's arms in the definition's order), at least one run of its arms;
+  - a --reuse-from step targets a pinned grid, and each of its cells of the step's arms is complete
+    already or has the settings and seed of a cell that an earlier step of the same lane trains in
+    the folder it copies from (a reuse with nothing to copy would train the run itself);
+  - a cell that a training step would train has the settings and seed of no cell another step trains
+    (the duplicate belongs in a --reuse-from step), and no arm of an experiment is trained in both
+    lanes;
   - every arm that an empirical claim of experiments/claims.json reads (its arm, a contrast's arm
     and baseline, a ratio's denominator) in a grokking experiment either has a completed record for
     every seed of the paper profile in results/NAME-paper, or is in the plan: a claim left out
@@ -26,6 +32,46 @@ def fail(msg):
     sys.exit("FAIL: " + msg)
 
 
+def completed(path):
+    try:
+        return json.load(open(path)).get("status") == "completed"
+    except (OSError, ValueError):
+        return False
+
+
+class Plan:
+    def __init__(self, root):
+        self.root = root
+        self.definitions = {}
+
+    def definition(self, name):
+        if name not in self.definitions:
+            path = os.path.join(self.root, "experiments", name + ".json")
+            if not os.path.isfile(path):
+                fail(f"experiment {name} has no definition")
+            self.definitions[name] = json.load(open(path))
+        return self.definitions[name]
+
+    def pinned(self, name):
+        path = os.path.join(self.root, "results", name + "-paper", "experiment.json")
+        return json.load(open(path))["grid"] if os.path.isfile(path) else None
+
+    def grid(self, name):
+        """[(run id, settings)] in the grid's order: the pinned grid's, else seed by seed."""
+        pinned = self.pinned(name)
+        if pinned is not None:
+            return [(r["id"], r["train"]) for r in pinned]
+        d = self.definition(name)
+        seeds = d["profiles"]["paper"].get("seeds", d["seeds"])
+        seeds = range(seeds) if isinstance(seeds, int) else seeds
+        base = {**d.get("train", {}), **d["profiles"]["paper"].get("train", {})}
+        return [(f"main/{a['id']}/seed-{s}", {**base, **a["train"], "seed": s}) for s in seeds for a in d["arms"]]
+
+
+def arm_of(run_id):
+    return run_id.split("/")[-2]
+
+
 def main(root):
     out = subprocess.run(["bash", os.path.join(root, "ci/paper-grok.sh"), "--plan"], cwd=root,
                          capture_output=True, text=True, check=True).stdout
@@ -38,64 +84,92 @@ def main(root):
             lanes[lane].append(line.split())
     if sorted(lanes) != ["lane 1", "lane 2"]:
         fail(f"the plan has lanes {sorted(lanes)}, not two")
-    planned = {}  # (experiment, arm) -> lane
-    definitions = {}
-    for lane, steps in lanes.items():
-        trained = {}  # (experiment, arm) -> train settings, in this lane so far
-        for words in steps:
+    plan = Plan(root)
+    trained = []  # (lane, step index, experiment, run id, settings) of every cell a training step trains
+    steps = []
+    for lane, lines in lanes.items():
+        for index, words in enumerate(lines):
+            text = " ".join(words)
+            at = words.index("stiefel")
+            env, words = words[:at], words[at:]
             opts = {words[i]: words[i + 1] for i in range(2, len(words) - 1) if words[i].startswith("--")}
-            if words[:2] != ["stiefel", "experiment"] or opts.get("--profile") != "paper":
-                fail(f"{lane}: not a paper-profile experiment step: {' '.join(words)}")
+            if words[1] != "experiment" or opts.get("--profile") != "paper":
+                fail(f"{lane}: not a paper-profile experiment step: {text}")
             name = words[2]
-            path = os.path.join(root, "experiments", name + ".json")
-            if not os.path.isfile(path):
-                fail(f"{lane}: experiment {name} has no definition")
-            d = definitions.setdefault(name, json.load(open(path)))
+            d = plan.definition(name)
             if "paper" not in d.get("profiles", {}):
                 fail(f"{lane}: experiment {name} has no paper profile")
             if opts.get("--out") != f"results/{name}-paper":
                 fail(f"{lane}: {name} writes to {opts.get('--out')}, not results/{name}-paper")
-            arms = {a["id"]: a["train"] for a in d["arms"]}
-            for arm in opts["--arms"].split(","):
-                if arm not in arms:
+            exists = plan.pinned(name) is not None
+            if exists and env != ["env", "-u", "OPENBLAS_CORETYPE"]:
+                fail(f"{lane}: {text}: a pinned grid's step must unset OPENBLAS_CORETYPE")
+            arms = opts["--arms"].split(",")
+            for arm in arms:
+                if arm not in {a["id"] for a in d["arms"]}:
                     fail(f"{lane}: experiment {name} has no arm {arm}")
-                if "--reuse-from" in opts:
-                    if opts["--reuse-from"] != opts["--out"]:
-                        fail(f"{lane}: {name} reuses from {opts['--reuse-from']}, not its own folder")
-                    if not any(e == name and t == arms[arm] for (e, _), t in trained.items()):
-                        fail(f"{lane}: {name} {arm} is reused, but no earlier step of the lane trains its settings")
-                if (name, arm) in planned and planned[(name, arm)] != lane:
-                    fail(f"{name} {arm} is in both lanes")
-                planned[(name, arm)] = lane
-                trained[(name, arm)] = arms[arm]
-    claims = json.load(open(os.path.join(root, "experiments/claims.json")))["claims"]
+            cells = [(rid, t) for rid, t in plan.grid(name) if arm_of(rid) in arms]
+            if "--shard" in opts:
+                i, n = (int(x) for x in opts["--shard"].split("/"))
+                cells = [(rid, t) for k, (rid, t) in enumerate(plan.grid(name)) if k % n == i - 1 and arm_of(rid) in arms]
+                if not cells:
+                    fail(f"{lane}: {text}: the shard holds no run of its arms")
+            steps.append((lane, index, name, text, opts, cells))
+            if "--reuse-from" not in opts:
+                trained += [(lane, index, name, rid, t) for rid, t in cells]
+    for lane, index, name, text, opts, cells in steps:
+        if "--reuse-from" not in opts:
+            continue
+        if plan.pinned(name) is None:
+            fail(f"{lane}: {text}: reuses into a grid that is not pinned yet")
+        src = opts["--reuse-from"]
+        if not src.startswith("results/") or not src.endswith("-paper"):
+            fail(f"{lane}: {text}: reuses from {src}, not a paper-profile results folder")
+        src_name = src[len("results/"):-len("-paper")]
+        for rid, t in cells:
+            if completed(os.path.join(root, "results", name + "-paper", "runs", rid, "run.json")):
+                continue
+            if not any(l == lane and k < index and e == src_name and s == t for l, k, e, _, s in trained):
+                fail(f"{lane}: {text}: {rid} is reused, but no earlier step of the lane trains its settings in {src}")
+    seen = {}
+    for lane, index, name, rid, t in trained:
+        key = json.dumps(t, sort_keys=True)
+        if key in seen and seen[key][:2] != (name, rid):
+            fail(f"{name} {rid} ({lane}) and {seen[key][0]} {seen[key][1]} ({seen[key][2]}) train the same settings: "
+                 "one of them belongs in a --reuse-from step")
+        if key in seen and seen[key][2] != lane:
+            fail(f"{name} {arm_of(rid)} is trained in both lanes")
+        seen[key] = (name, rid, lane)
+    planned = {(name, arm_of(rid)) for _, _, name, _, _, cells in steps for rid, _ in cells}
     waiting = []
-    for c in claims:
+    for c in json.load(open(os.path.join(root, "experiments/claims.json")))["claims"]:
         if c.get("kind") != "empirical":
             continue
         name = c["experiment"]
-        d = definitions.get(name) or json.load(open(os.path.join(root, "experiments", name + ".json")))
+        d = plan.definition(name)
         if d.get("analysis") != "grok":
             continue
-        refs = [c["ref"]] + ([c["rule"]["denominator"]] if "denominator" in c["rule"] else [])
         arms = []
-        for r in refs:
+        for r in [c["ref"]] + ([c["rule"]["denominator"]] if "denominator" in c["rule"] else []):
             if "contrast" in r:
-                k = next(x for x in d.get("contrasts", []) if x["id"] == r["contrast"])
-                arms += [k["arm"], k["baseline"]]
+                k = [x for x in d.get("contrasts", []) if x["id"] == r["contrast"]]
+                if not k:
+                    fail(f"claim {c['id']}: experiment {name} has no contrast {r['contrast']}")
+                arms += [k[0]["arm"], k[0]["baseline"]]
             else:
                 arms.append(r["arm"])
         seeds = d["profiles"]["paper"].get("seeds", d["seeds"])
+        seeds = seeds if isinstance(seeds, int) else len(seeds)
         for arm in arms:
             group = c["ref"].get("group", "main")
             records = glob.glob(os.path.join(root, "results", name + "-paper", "runs", group, arm, "seed-*", "run.json"))
-            done = [r for r in records if json.load(open(r)).get("status") == "completed"]
-            if len(done) < (seeds if isinstance(seeds, int) else len(seeds)) and (name, arm) not in planned:
+            done = [r for r in records if completed(r)]
+            if len(done) < seeds and (name, arm) not in planned:
                 waiting.append(f"{c['id']} ({name} {arm}: {len(done)} completed)")
     if waiting:
         fail("claims whose runs are neither complete nor in the plan: " + ", ".join(waiting))
-    print(f"paper-grok.sh plans {sum(len(s) for s in lanes.values())} steps in 2 lanes, covering every grokking "
-          f"claim's arm without completed runs")
+    print(f"paper-grok.sh plans {len(steps)} steps in 2 lanes, each cell trained once, covering every grokking "
+          "claim's arm without completed runs")
 
 
 if __name__ == "__main__":
