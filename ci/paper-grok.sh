@@ -24,13 +24,16 @@
 # first, so a rebuild during the queue does not change the program half-way. Nothing is committed:
 # ci/commit-results.sh commits each completed record (and the checkpoints of unfinished runs).
 #
-# Usage: ci/paper-grok.sh [--plan] [BUILD_DIR]
-#   --plan   print each lane's commands and exit (nothing runs)
+# Usage: ci/paper-grok.sh [--plan | --status] [BUILD_DIR]
+#   --plan    print each lane's commands and exit (nothing runs)
+#   --status  print where each step's runs stand (completed, the epoch a checkpoint holds, not
+#             started) from the records in results/, and exit
 # Logs: $STIEFEL_QUEUE_LOGS (default /tmp/stiefel-paper-grok), lane-1.log and lane-2.log (appended).
 set -euo pipefail
 mode=start
 case "${1:-}" in
   --plan) mode=plan; shift ;;
+  --status) mode=status; shift ;;
   --lane) mode=lane; lane=$2; bin=$3; shift 3 ;;  # internal: one lane, with the copied binaries
 esac
 build=$(realpath -m -- "${1:-build/default}")
@@ -105,6 +108,39 @@ steps_of() {  # steps_of N: lane N's steps, one a line
 }
 
 case "$mode" in
+  status)
+    for n in 1 2; do
+      echo "lane $n:"
+      while IFS= read -r step; do
+        step_command "$step" stiefel
+        read -r name arms _ <<< "$step"
+        python3 - "$name" "$arms" "$step" <<'PY'
+import json, os, sys
+name, arms, step = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+out = f"results/{name}-paper"
+pin = os.path.join(out, "experiment.json")
+grid = [r["id"] for r in json.load(open(pin))["grid"]] if os.path.isfile(pin) else []
+words = step.split()
+shard = words[words.index("--shard") + 1] if "--shard" in words else "1/1"
+i, n = (int(x) for x in shard.split("/"))
+cells = [r for k, r in enumerate(grid) if k % n == i - 1 and r.split("/")[-2] in arms]
+states = []
+for rid in cells:
+    try:
+        r = json.load(open(os.path.join(out, "runs", rid, "run.json")))
+    except (OSError, ValueError):
+        states.append(f"{rid} not started")
+        continue
+    if r.get("status") in ("completed", "diverged"):
+        states.append(f"{rid} {r['status']}")
+    else:
+        done = max((int(k) for k in r.get("checkpoints", {})), default=0)
+        states.append(f"{rid} at epoch {done} of {r['config']['epochs']} (checkpoint)")
+print(f"  {step}: " + ("; ".join(states) if states else "grid not pinned yet, nothing started"))
+PY
+      done < <(steps_of "$n")
+    done
+    exit 0 ;;
   plan)
     for n in 1 2; do
       echo "lane $n:"

@@ -168,6 +168,18 @@ def main(root):
                 waiting.append(f"{c['id']} ({name} {arm}: {len(done)} completed)")
     if waiting:
         fail("claims whose runs are neither complete nor in the plan: " + ", ".join(waiting))
+    # --status: a line for every step, each cell with the state its record gives.
+    status = subprocess.run(["bash", os.path.join(root, "ci/paper-grok.sh"), "--status"], cwd=root,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    step_lines = [l for l in status if l.startswith("  ")]
+    if len(step_lines) != len(steps):
+        fail(f"--status prints {len(step_lines)} step lines for {len(steps)} steps")
+    for line, (lane, _, name, _, _, cells) in zip(step_lines, steps):
+        for rid, _ in cells if plan.pinned(name) is not None else []:
+            record = os.path.join(root, "results", name + "-paper", "runs", rid, "run.json")
+            want = f"{rid} completed" if completed(record) else f"{rid} at epoch" if os.path.isfile(record) else f"{rid} not started"
+            if want not in line:
+                fail(f"--status: {line.strip()!r} does not say {want!r}")
     print(f"paper-grok.sh plans {len(steps)} steps in 2 lanes, each cell trained once, covering every grokking "
           "claim's arm without completed runs")
 
