@@ -18,6 +18,12 @@ TEST(Ledger, AFlatnessCriterionJudgesBothHalves) {
   // Without a t statistic: the same difference on every seed, flat only where it is 0.
   EXPECT_EQ(verdict(flat, table_with(0, 0, 1, 1)), "confirmed");
   EXPECT_EQ(verdict(flat, table_with(0.1, 0.1, 1, 1)), "refuted");
+  // Under a second reading of the value the p half still holds: a difference within both readings
+  // that the t-test tells apart is refuted under both, not a disagreement between them.
+  auto read_twice = flat;
+  read_twice["readings"] = {{{"value", 0.05}, {"where", "the text"}}};
+  EXPECT_EQ(verdict(read_twice, with_p(table_with(-0.1, 0.3, 1, 1), 0.48)), "refuted");
+  EXPECT_EQ(verdict(read_twice, with_p(table_with(-0.1, 0.3, 1, 1), 0.94)), "confirmed");
 }
 
 // A value the paper states two ways ("± 0.50" in a table, "± 0.61" in its text) is judged against
@@ -42,7 +48,7 @@ TEST(Ledger, APaperRunsSpreadAgreesWithAnyOfItsRuns) {
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.8), "iso_final_mean"), "confirmed");     // both
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.3), "iso_final_mean"), "refuted");       // neither
   EXPECT_EQ(ledger_row(rule, {table_with(0, 0, 1, 0.8583)}, "iso_final_mean")["evidence"][0]["ours"],
-            "0.8583; against 0.973 (rerun): within");
+            "0.8583; against 0.611 (as claimed): outside; against 0.973 (rerun): within");
   // Readings of one value and runs of one configuration are two different things: one rule holds one.
   auto both = rule;
   both["readings"] = {{{"value", 0.5}, {"where", "text"}}};
