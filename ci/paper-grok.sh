@@ -67,9 +67,9 @@ lane2=(
 # is set, else this CPU's own.
 step_command() {
   local name arms out
-  local -a rest
-  read -r name arms <<< "$1"
-  read -r -a rest <<< "${1#"$name $arms"}"
+  local -a words rest
+  read -r -a words <<< "$1"
+  name=${words[0]} arms=${words[1]} rest=("${words[@]:2}")
   out="results/$name-paper"
   if [ -f "$out/experiment.json" ]; then envp=(env -u OPENBLAS_CORETYPE); else envp=(env); fi
   cmd=("$2" experiment "$name" --profile paper --arms "$arms" --jobs 1 --out "$out" "${rest[@]}")
@@ -146,7 +146,9 @@ PY
       echo "lane $n:"
       while IFS= read -r step; do
         step_command "$step" stiefel
-        echo "  ${envp[*]} ${cmd[*]}"
+        printf ' '
+        printf ' %q' "${envp[@]}" "${cmd[@]}"
+        printf '\n'
       done < <(steps_of "$n")
     done
     exit 0 ;;

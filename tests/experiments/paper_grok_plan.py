@@ -4,7 +4,7 @@ the ledger waits for, asks only for what the definitions have, and trains no cel
 
 Usage: paper_grok_plan.py ROOT
 
-From `ci/paper-grok.sh --plan`:
+From `ci/paper-grok.sh --plan` (each command line quoted as the lane passes it):
   - every step names an experiment of experiments/, the paper profile, arms that experiment
     defines, and its own results folder results/NAME-paper; a step on a grid that exists unsets
     OPENBLAS_CORETYPE (the grid runs under the kernels it was pinned with, and refuses others);
@@ -24,6 +24,7 @@ From `ci/paper-grok.sh --plan`:
 import glob
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -81,7 +82,7 @@ def main(root):
             lane = line.rstrip(":")
             lanes[lane] = []
         elif line.strip():
-            lanes[lane].append(line.split())
+            lanes[lane].append(shlex.split(line))  # as the shell would pass the words
     if sorted(lanes) != ["lane 1", "lane 2"]:
         fail(f"the plan has lanes {sorted(lanes)}, not two")
     plan = Plan(root)
