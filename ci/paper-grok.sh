@@ -14,8 +14,9 @@
 #           and its rerun cell, then B2m seed 0, which fills Table 4's B2m cell; Table 4's B2m-can;
 #           grok-5seed's other B2m and B2-frz seeds; grok-5seed-power B2m
 #
-# A reuse step first checks that every cell it would copy is complete, and stops the lane where one
-# is not (a reuse with nothing to copy would train the runs itself).
+# A reuse step first checks that every cell it would copy is complete and its own cells untouched; a
+# step that fails that check, or fails, is skipped and the lane goes on (a reuse with nothing to
+# copy would train the runs itself), the lane then exiting 1: running the queue again retries it.
 # Each grid runs under the OpenBLAS kernels it was pinned with (its experiment.json's blas_kernel, or
 # its records' for a grid pinned before kernels were; a new grid pins OPENBLAS_CORETYPE, else this
 # CPU's own): the records depend on them. The committed grokking grids are pinned to Cooperlake;
@@ -37,6 +38,7 @@ case "${1:-}" in
   --lane) mode=lane; lane=$2; bin=$3; shift 3 ;;  # internal: one lane, with the copied binaries
 esac
 build=$(realpath -m -- "${1:-build/default}")
+logs=$(realpath -m -- "${STIEFEL_QUEUE_LOGS:-/tmp/stiefel-paper-grok}")
 root=$(git -C "$(dirname -- "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$root"
 
@@ -79,8 +81,9 @@ step_command() {
   return 0
 }
 
-# reuse_ready STEP: every cell of the step's arms in its pinned grid is complete already, or has a
-# complete cell with the same settings and seed in the folder it copies from.
+# reuse_ready STEP: every cell of the step's arms in its pinned grid is complete already, or is
+# untouched (no record, no log: a started cell would be resumed, not copied) and has a complete cell
+# with the same settings and seed in the folder it copies from.
 reuse_ready() {
   local name arms
   read -r name arms _ <<< "$1"
@@ -93,13 +96,20 @@ def complete(folder, run_id):
         return json.load(open(path)).get("status") == "completed"
     except (OSError, ValueError):
         return False
-target = json.load(open(os.path.join(out, "experiment.json")))["grid"]
-source = json.load(open(os.path.join(src, "experiment.json")))["grid"]
-missing = [r["id"] for r in target if r["id"].split("/")[-2] in arms and not complete(out, r["id"])
-           and not any(s["train"] == r["train"] and complete(src, s["id"]) for s in source)]
+def untouched(folder, run_id):
+    cell = os.path.join(folder, "runs", run_id)
+    return not any(os.path.exists(os.path.join(cell, f)) for f in ("run.json", "log.txt"))
+grids = {}
+for folder in (out, src):
+    try:
+        grids[folder] = json.load(open(os.path.join(folder, "experiment.json")))["grid"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        sys.exit(f"{folder}/experiment.json: no pinned grid to reuse with ({e})")
+missing = [r["id"] for r in grids[out] if r["id"].split("/")[-2] in arms and not complete(out, r["id"]) and
+           not (untouched(out, r["id"]) and any(s["train"] == r["train"] and complete(src, s["id"]) for s in grids[src]))]
 if missing:
-    sys.exit(f"{out}: nothing complete in {src} to copy into " + ", ".join(missing) +
-             " (the step would train them); the lane stops here")
+    sys.exit(f"{out}: nothing to copy from {src} into " + ", ".join(missing) +
+             " (not complete there, or already started here): the step is skipped, since it would train them")
 PY
 }
 
@@ -134,8 +144,10 @@ for rid in cells:
     if r.get("status") in ("completed", "diverged"):
         states.append(f"{rid} {r['status']}")
     else:
-        done = max((int(k) for k in r.get("checkpoints", {})), default=0)
-        states.append(f"{rid} at epoch {done} of {r['config']['epochs']} (checkpoint)")
+        done = max((int(k) for k in r.get("checkpoints", {}) or {}), default=None)
+        total = (r.get("config") or {}).get("epochs", "?")
+        states.append(f"{rid} at epoch {done} of {total} (checkpoint)" if done is not None
+                      else f"{rid} started, no checkpoint yet")
 print(f"  {step}: " + ("; ".join(states) if states else "grid not pinned yet, nothing started"))
 PY
       done < <(steps_of "$n")
@@ -154,16 +166,24 @@ PY
     exit 0 ;;
   lane)
     echo 19 > /proc/self/autogroup 2> /dev/null || true
+    # A step that fails, or a reuse with nothing to copy yet, is skipped and the lane goes on (its
+    # later steps do not depend on it); the lane then exits 1, and running the queue again retries
+    # what was skipped.
+    skipped=0
     while IFS= read -r step; do
       step_command "$step" "$bin/stiefel"
       echo "$(date -u +%FT%TZ) lane $lane: ${cmd[*]}"
-      if [ -n "$reuse" ] && ! reuse_ready "$step"; then exit 1; fi
+      if [ -n "$reuse" ] && ! reuse_ready "$step" < /dev/null; then
+        skipped=$((skipped + 1))
+        continue
+      fi
       if ! nice -n 19 "${envp[@]}" "${cmd[@]}" < /dev/null; then
-        echo "$(date -u +%FT%TZ) lane $lane: stopped at: ${cmd[*]}" >&2
-        exit 1
+        echo "$(date -u +%FT%TZ) lane $lane: failed, skipped: ${cmd[*]}" >&2
+        skipped=$((skipped + 1))
       fi
     done < <(steps_of "$lane")
-    echo "$(date -u +%FT%TZ) lane $lane: done"
+    echo "$(date -u +%FT%TZ) lane $lane: done ($skipped steps skipped)"
+    [ "$skipped" = 0 ] || exit 1
     exit 0 ;;
 esac
 
@@ -171,10 +191,9 @@ esac
   { echo "paper-grok.sh: $build/stiefel or $build/stiefel-torch is missing (build first)" >&2; exit 2; }
 bin=$(mktemp -d "${TMPDIR:-/tmp}/stiefel-paper-grok-bin.XXXXXX")
 cp -- "$build/stiefel" "$build/stiefel-torch" "$bin/"
-logs=${STIEFEL_QUEUE_LOGS:-/tmp/stiefel-paper-grok}
 mkdir -p "$logs"
 for n in 1 2; do
-  setsid "$root/ci/paper-grok.sh" --lane "$n" "$bin" "$build" >> "$logs/lane-$n.log" 2>&1 < /dev/null &
-  echo "lane $n: pid $!, log $logs/lane-$n.log"
+  setsid "$BASH" "$root/ci/paper-grok.sh" --lane "$n" "$bin" "$build" >> "$logs/lane-$n.log" 2>&1 < /dev/null &
+  echo "lane $n: process group $!, log $logs/lane-$n.log (stop it and its runs: kill -- -$!)"
 done
 echo "paper-grok.sh: both lanes started; \`ci/commit-results.sh $build\` commits what they finish"

@@ -147,7 +147,7 @@ bool judge_value(Evidence& e, const std::string& type, const json& rule, const j
     for (const auto& run : rule["runs"]) {
       const double other = run["value"].get<double>();
       e.ours += shown(other, run["where"].get<std::string>());
-      if (within(other)) e.verdict = "confirmed";
+      if (within(other) && p_holds) e.verdict = "confirmed";
     }
   }
   return true;

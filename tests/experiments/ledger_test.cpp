@@ -34,6 +34,10 @@ TEST(Ledger, AValueThePaperStatesTwoWaysIsJudgedUnderBoth) {
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.2937), "iso_final_mean"), "not confirmed");
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.55), "iso_final_mean"), "confirmed");
   EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 1.5), "iso_final_mean"), "refuted");
+  // Outside the claimed value, within the other reading: the readings disagree as well.
+  EXPECT_EQ(verdict(rule, table_with(0, 0, 1, 0.85), "iso_final_mean"), "not confirmed");
+  EXPECT_EQ(ledger_row(rule, {table_with(0, 0, 1, 0.85)}, "iso_final_mean")["evidence"][0]["ours"],
+            "0.85; against 0.5 (as claimed): outside; against 0.61 (the text): within");
 }
 
 // The paper's several runs at one configuration (A2 ends at 61.1% in Table 4's run and at 97.3% in its
